@@ -1,0 +1,40 @@
+# isthmus: the two commands a new user needs are `make demo` and `make test`.
+# Both install what they need (scripts/install-deps.sh) and build first.
+
+BUILD ?= build
+JOBS  ?= 2
+PY    := .venv/bin/python
+
+.PHONY: all deps build test test-c test-py lint demo bench-overhead clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+lint: deps
+	$(PY) -m ruff check python tests tools scripts
+	$(PY) -m ruff format --check python tests tools scripts
+	$(PY) -m mypy
+
+test-c: build
+	cd $(BUILD) && ctest --output-on-failure
+
+test-py: build
+	$(PY) -m pytest tests/python
+
+test: lint test-c test-py
+
+demo: build
+	@scripts/demo.sh
+
+# The overhead benchmark of the profiling layer (results/overhead/).
+bench-overhead: build
+	@scripts/bench-overhead.sh
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,228 @@
+"""The isthmus command line: `isthmus platform|run|profile ...` (see `isthmus --help`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from . import platform as platform_mod
+from . import profile as profile_mod
+from .errors import UserError
+from .run import RunRequest, run
+from .units import UnitError, format_duration, format_rate, format_size, parse_duration
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see '{self.prog} --help')", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _link_text(m: platform_mod.LinkModel) -> str:
+    parts = [
+        f"latency {format_duration(m.latency)}",
+        f"bandwidth {format_rate(m.bandwidth) if m.bandwidth else 'unlimited'}",
+    ]
+    if m.jitter:
+        parts.append(f"jitter {format_duration(m.jitter)} ({m.jitter_distribution})")
+    if m.loss:
+        parts.append(
+            f"loss {m.loss:g}" + (f" (bursts of {m.loss_burst:g})" if m.loss_burst > 1 else "")
+        )
+    parts.append(f"queue {format_size(m.queue)}")
+    return ", ".join(parts)
+
+
+def cmd_platform_check(args: argparse.Namespace) -> int:
+    p = platform_mod.load(args.file, args.set)
+    print(f"{args.file}: ok ({len(p.clusters)} clusters, {p.total_ranks} ranks)")
+    return 0
+
+
+def cmd_platform_show(args: argparse.Namespace) -> int:
+    p = platform_mod.load(args.file, args.set)
+    console = Console()
+    console.print(
+        f"[bold]{p.name}[/bold] ({p.path}){': ' + p.description if p.description else ''}"
+    )
+    clusters = Table(title="Clusters")
+    for col in ("cluster", "hosts", "ranks/host", "ranks", "world ranks", "LAN", "uplink"):
+        clusters.add_column(col)
+    first = 0
+    for c in p.clusters:
+        span = f"{first}-{first + c.ranks - 1}" if c.ranks else ", ".join(c.host_patterns)
+        first += c.ranks
+        lan = _link_text(c.lan) if c.lan_emulated else "not emulated"
+        clusters.add_row(
+            c.name,
+            str(c.hosts) if c.hosts else "by pattern",
+            str(c.ranks_per_host),
+            str(c.ranks) if c.ranks else "-n",
+            span,
+            lan,
+            _link_text(c.uplink) if c.uplink else "-",
+        )
+    console.print(clusters)
+    if p.wan:
+        links = Table(title="Wide-area links (one direction each)")
+        links.add_column("from")
+        links.add_column("to")
+        links.add_column("model")
+        for (a, b), m in p.wan.items():
+            links.add_row(a, b, _link_text(m))
+        console.print(links)
+    for z in p.zippers:
+        console.print(
+            f"zipper {z.name}: joins {', '.join(z.clusters)}; {z.hosts} host(s) x "
+            f"{z.ranks_per_host} rank(s)" + (f"; {_link_text(z.link)}" if z.link else "")
+        )
+    if p.io:
+        console.print(
+            f"I/O: {p.io.servers} server(s) in {p.io.cluster or 'their own ranks'}, "
+            f"stripe {format_size(p.io.stripe)}, directory {p.io.directory}"
+        )
+    console.print(
+        f"layer: collectives {p.layer.collectives}, wait {p.layer.wait}, "
+        f"profile {'on' if p.layer.profile else 'off'}"
+    )
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    app = list(args.app)
+    if app and app[0] == "--":
+        app = app[1:]
+    timeout = None
+    if args.timeout is not None:
+        try:
+            timeout = parse_duration(args.timeout)
+        except UnitError as e:
+            raise UserError(f"--timeout: {e}") from None
+        if timeout <= 0:
+            raise UserError(
+                f"--timeout {args.timeout}: expected a positive duration such as 30s or 10min"
+            )
+    if args.n is not None and args.n < 1:
+        raise UserError(f"-n {args.n}: expected a positive number of ranks")
+    p = platform_mod.load(args.platform, args.set)
+    req = RunRequest(
+        platform=p,
+        app=app,
+        nranks=args.n,
+        mpi=args.mpi,
+        overrides=tuple(args.set),
+        profile=Path(args.profile) if args.profile else None,
+        timeout=timeout,
+    )
+    return run(req)
+
+
+def cmd_profile_show(args: argparse.Namespace) -> int:
+    profile_mod.show(profile_mod.load(args.file), Console(width=max(Console().width, 120)))
+    return 0
+
+
+def cmd_profile_plot(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise UserError(f"-o {out}: the directory {out.parent} does not exist")
+    profile_mod.plot(profile_mod.load(args.file), out)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_profile_report(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise UserError(f"-o {out}: the directory {out.parent} does not exist")
+    profile_mod.report(profile_mod.load(args.file), out)
+    print(f"wrote {out}")
+    return 0
+
+
+def build_parser() -> Parser:
+    ap = Parser(
+        prog="isthmus",
+        description="Run MPI applications across emulated or real clusters "
+        "joined by slow links, and measure what that costs.",
+    )
+    ap.add_argument("--version", action="version", version=f"isthmus {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    plat = sub.add_parser("platform", help="check or show a platform file")
+    psub = plat.add_subparsers(dest="action", required=True, parser_class=Parser)
+    for name, fn, text in (
+        ("check", cmd_platform_check, "check a platform file"),
+        ("show", cmd_platform_show, "summarize clusters, ranks and links"),
+    ):
+        sp = psub.add_parser(name, help=text)
+        sp.add_argument("file")
+        sp.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a platform setting (wan.latency=2ms sets every WAN link)",
+        )
+        sp.set_defaults(func=fn)
+
+    rp = sub.add_parser(
+        "run",
+        help="run an MPI application on a platform with libisthmus",
+        usage="isthmus run -p PLATFORM [options] -- APP [ARGS...]",
+    )
+    rp.add_argument("-p", "--platform", required=True, help="platform file (TOML)")
+    rp.add_argument("-n", type=int, help="number of ranks (default: the platform's)")
+    rp.add_argument(
+        "--mpi",
+        choices=("openmpi", "mpich"),
+        help="MPI implementation (default: the one the application is linked with)",
+    )
+    rp.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a platform setting for this run (repeatable)",
+    )
+    rp.add_argument("--profile", metavar="OUT.json", help="profile the run into this file")
+    rp.add_argument(
+        "--timeout", metavar="DURATION", help="stop the run after this long (e.g. 10m, 30s)"
+    )
+    rp.add_argument("app", nargs=argparse.REMAINDER, help="the application and its arguments")
+    rp.set_defaults(func=cmd_run)
+
+    prof = sub.add_parser("profile", help="read a profile written by a run")
+    prsub = prof.add_subparsers(dest="action", required=True, parser_class=Parser)
+    sp = prsub.add_parser("show", help="print the profile's tables")
+    sp.add_argument("file")
+    sp.set_defaults(func=cmd_profile_show)
+    sp = prsub.add_parser("plot", help="draw the communication matrices")
+    sp.add_argument("file")
+    sp.add_argument("-o", "--output", required=True, metavar="PNG")
+    sp.set_defaults(func=cmd_profile_plot)
+    sp = prsub.add_parser("report", help="write the tables and matrices as one HTML page")
+    sp.add_argument("file")
+    sp.add_argument("-o", "--output", required=True, metavar="HTML")
+    sp.set_defaults(func=cmd_profile_report)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        rc: int = args.func(args)
+        return rc
+    except UserError as e:
+        print(f"isthmus: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,55 @@
+"""Where the native parts are: the CMake build tree of this checkout (or $ISTHMUS_BUILD)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from .errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("ISTHMUS_BUILD", ROOT / "build"))
+
+
+def _built(path: Path) -> Path:
+    if not path.exists():
+        raise UserError(f"{path} is missing: run 'make build' in {ROOT}")
+    return path
+
+
+def layer_library(mpi: str) -> Path:
+    """libisthmus built for one MPI implementation."""
+    return _built(build_dir() / "lib" / mpi / "libisthmus.so")
+
+
+def exec_wrapper() -> Path:
+    return _built(build_dir() / "bin" / "isthmus-exec")
+
+
+def program(mpi: str, name: str) -> Path:
+    """A benchmark program built for one MPI implementation."""
+    return _built(build_dir() / "bin" / mpi / name)
+
+
+def git_revision() -> str:
+    """The checkout's revision, with '-dirty' when it has uncommitted changes."""
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "-uno"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev or "unknown") + ("-dirty" if dirty else "")

@@ -1,0 +1,407 @@
+"""The platform file: clusters, LANs, WAN links, zipper hosts, I/O servers, layer settings.
+
+This is the one parser of platform files (docs/platform.md is the reference). Everything
+else reads a Platform from load(); nothing else parses the TOML. Errors name the file,
+the key, the bad value and what is expected.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .units import UnitError, parse_duration, parse_rate, parse_size
+
+JITTER_DISTRIBUTIONS = ("uniform", "normal")
+COLLECTIVES_MODES = ("native", "isthmus")
+WAIT_MODES = ("auto", "spin", "sleep")
+LINK_KEYS = ("latency", "bandwidth", "jitter", "jitter_distribution", "loss", "loss_burst", "queue")
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    """One direction of a link. bandwidth None means no rate limit."""
+
+    latency: float = 0.0  # one-way, seconds
+    bandwidth: float | None = None  # bytes per second
+    jitter: float = 0.0  # seconds
+    jitter_distribution: str = "uniform"
+    loss: float = 0.0  # probability that a packet is lost
+    loss_burst: float = 1.0  # mean length of a loss burst (1: independent losses)
+    queue: int = 1 << 20  # drop-tail queue, bytes
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    hosts: int  # emulated hosts (0 on a real site, where patterns place ranks)
+    ranks_per_host: int
+    lan: LinkModel
+    lan_emulated: bool
+    host_patterns: tuple[str, ...]
+    uplink: LinkModel | None
+
+    @property
+    def ranks(self) -> int:
+        return self.hosts * self.ranks_per_host
+
+
+@dataclass(frozen=True)
+class Zipper:
+    name: str
+    clusters: tuple[str, ...]
+    hosts: int
+    ranks_per_host: int
+    link: LinkModel | None  # the forwarding path between the zipper's two sides
+
+
+@dataclass(frozen=True)
+class IoServers:
+    servers: int
+    cluster: str | None
+    directory: str
+    stripe: int
+
+
+@dataclass(frozen=True)
+class LayerSettings:
+    collectives: str = "native"
+    wait: str = "auto"
+    profile: bool = False
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    path: Path
+    description: str
+    clusters: tuple[Cluster, ...]
+    wan: dict[tuple[str, str], LinkModel]  # ordered (from, to) pairs with a direct link
+    zippers: tuple[Zipper, ...] = ()
+    io: IoServers | None = None
+    layer: LayerSettings = field(default_factory=LayerSettings)
+
+    @property
+    def total_ranks(self) -> int:
+        return sum(c.ranks for c in self.clusters) + sum(
+            z.hosts * z.ranks_per_host for z in self.zippers
+        )
+
+    @property
+    def emulated(self) -> bool:
+        """True when every cluster gives its hosts (not host-name patterns)."""
+        return all(c.hosts > 0 for c in self.clusters)
+
+    def cluster(self, name: str) -> Cluster:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def rank_blocks(self) -> list[tuple[str, int]]:
+        """The block mapping of world ranks onto clusters, in file order."""
+        return [(c.name, c.ranks) for c in self.clusters]
+
+
+# ---------------------------------------------------------------------------------------
+# Reading and checking
+
+
+class _Reader:
+    """Walks the raw TOML with the path of each key, so every error can name it."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, message: str) -> UserError:
+        return UserError(f"{self.source}: {key}: {message}")
+
+    def table(self, value: Any, key: str, allowed: Iterable[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table, got {value!r}")
+        allowed = tuple(allowed)
+        for k in value:
+            if k not in allowed:
+                raise self.fail(
+                    f"{key}.{k}" if key else k,
+                    f"unknown key (expected one of: {', '.join(allowed)})",
+                )
+        return value
+
+    def unit(
+        self, table: dict[str, Any], key: str, name: str, parse: Callable[[Any], Any], default: Any
+    ) -> Any:
+        if name not in table:
+            return default
+        try:
+            return parse(table[name])
+        except UnitError as e:
+            raise self.fail(f"{key}.{name}", str(e)) from None
+
+    def integer(
+        self, table: dict[str, Any], key: str, name: str, default: int, minimum: int
+    ) -> int:
+        value = table.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(f"{key}.{name}", f"expected a whole number >= {minimum}, got {value!r}")
+        return value
+
+    def number(
+        self, table: dict[str, Any], key: str, name: str, default: float, lo: float, hi: float
+    ) -> float:
+        value = table.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+            raise self.fail(
+                f"{key}.{name}", f"expected a number from {lo:g} to {hi:g}, got {value!r}"
+            )
+        return float(value)
+
+    def choice(
+        self, table: dict[str, Any], key: str, name: str, default: str, choices: tuple[str, ...]
+    ) -> str:
+        value = table.get(name, default)
+        if value not in choices:
+            raise self.fail(f"{key}.{name}", f"expected one of {', '.join(choices)}, got {value!r}")
+        return str(value)
+
+    def string_list(self, table: dict[str, Any], key: str, name: str) -> tuple[str, ...]:
+        value = table.get(name, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.fail(f"{key}.{name}", f"expected a list of names, got {value!r}")
+        return tuple(value)
+
+    def link(self, value: Any, key: str, base: LinkModel, extra: Iterable[str] = ()) -> LinkModel:
+        t = self.table(value, key, (*LINK_KEYS, *extra))
+        bandwidth = base.bandwidth
+        if "bandwidth" in t:
+            bw = t["bandwidth"]
+            bandwidth = (
+                None if bw in ("unlimited", 0) else self.unit(t, key, "bandwidth", parse_rate, None)
+            )
+            if bandwidth is not None and bandwidth <= 0:
+                raise self.fail(f"{key}.bandwidth", f"expected a positive rate, got {bw!r}")
+        return LinkModel(
+            latency=self.unit(t, key, "latency", parse_duration, base.latency),
+            bandwidth=bandwidth,
+            jitter=self.unit(t, key, "jitter", parse_duration, base.jitter),
+            jitter_distribution=self.choice(
+                t, key, "jitter_distribution", base.jitter_distribution, JITTER_DISTRIBUTIONS
+            ),
+            loss=self.number(t, key, "loss", base.loss, 0.0, 1.0),
+            loss_burst=self.number(t, key, "loss_burst", base.loss_burst, 1.0, 1e9),
+            queue=self.unit(t, key, "queue", parse_size, base.queue),
+        )
+
+
+def _name_ok(name: str) -> bool:
+    return bool(name) and len(name) <= 32 and name.replace("-", "").replace("_", "").isalnum()
+
+
+def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
+    """Check a platform given as parsed TOML; raise UserError naming the first problem."""
+    r = _Reader(source)
+    top = r.table(raw, "", ("name", "description", "clusters", "wan", "zippers", "io", "layer"))
+    name = top.get("name", path.stem)
+    if not isinstance(name, str) or not name:
+        raise r.fail("name", f"expected a non-empty string, got {name!r}")
+
+    raw_clusters = r.table(
+        top.get("clusters", {}),
+        "clusters",
+        top.get("clusters", {}).keys() if isinstance(top.get("clusters"), dict) else (),
+    )
+    if not raw_clusters:
+        raise r.fail("clusters", "expected at least one [clusters.NAME] table")
+    clusters = []
+    for cname, value in raw_clusters.items():
+        key = f"clusters.{cname}"
+        if not _name_ok(cname):
+            raise r.fail(
+                key, "a cluster name is letters, digits, '-' and '_', at most 32 characters"
+            )
+        t = r.table(value, key, ("hosts", "ranks_per_host", "lan", "host_patterns", "uplink"))
+        patterns = r.string_list(t, key, "host_patterns")
+        hosts = r.integer(t, key, "hosts", 0 if patterns else 1, 0 if patterns else 1)
+        lan_raw = t.get("lan", {})
+        lan = r.link(lan_raw, f"{key}.lan", LinkModel(), extra=("emulate",))
+        emulate = lan_raw.get("emulate", True) if isinstance(lan_raw, dict) else True
+        if not isinstance(emulate, bool):
+            raise r.fail(f"{key}.lan.emulate", f"expected true or false, got {emulate!r}")
+        uplink = r.link(t["uplink"], f"{key}.uplink", LinkModel()) if "uplink" in t else None
+        clusters.append(
+            Cluster(
+                cname,
+                hosts,
+                r.integer(t, key, "ranks_per_host", 1, 1),
+                lan,
+                emulate,
+                patterns,
+                uplink,
+            )
+        )
+    names = [c.name for c in clusters]
+
+    wan_raw = r.table(top.get("wan", {}), "wan", (*LINK_KEYS, "link"))
+    has_default = any(k in wan_raw for k in LINK_KEYS)
+    default = r.link({k: v for k, v in wan_raw.items() if k != "link"}, "wan", LinkModel())
+    wan: dict[tuple[str, str], LinkModel] = {}
+    if has_default:
+        wan = {(a, b): default for a in names for b in names if a != b}
+    links = wan_raw.get("link", [])
+    if not isinstance(links, list):
+        raise r.fail("wan.link", "expected an array of tables: [[wan.link]]")
+    for i, link in enumerate(links):
+        key = f"wan.link[{i}]"
+        t = r.table(link, key, (*LINK_KEYS, "between", "from", "to"))
+        if "between" in t:
+            pair = r.string_list(t, key, "between")
+            if len(pair) != 2 or "from" in t or "to" in t:
+                raise r.fail(f"{key}.between", "expected two cluster names (and no from/to)")
+            directions = [(pair[0], pair[1]), (pair[1], pair[0])]
+        elif "from" in t and "to" in t:
+            directions = [(str(t["from"]), str(t["to"]))]
+        else:
+            raise r.fail(key, "expected 'between = [A, B]' or 'from = A' and 'to = B'")
+        for a, b in directions:
+            for end in (a, b):
+                if end not in names:
+                    raise r.fail(key, f"unknown cluster {end!r} (clusters: {', '.join(names)})")
+            if a == b:
+                raise r.fail(key, f"a WAN link joins two different clusters, got {a!r} twice")
+        model = r.link({k: v for k, v in t.items() if k in LINK_KEYS}, key, default)
+        for pair_ in directions:
+            wan[pair_] = model
+
+    zippers = []
+    raw_zippers = top.get("zippers", {})
+    if not isinstance(raw_zippers, dict):
+        raise r.fail("zippers", "expected [zippers.NAME] tables")
+    for zname, value in raw_zippers.items():
+        key = f"zippers.{zname}"
+        if not _name_ok(zname) or zname in names:
+            raise r.fail(key, "expected a name of letters, digits, '-', '_' that no cluster has")
+        t = r.table(value, key, ("clusters", "hosts", "ranks_per_host", "link"))
+        joined = r.string_list(t, key, "clusters")
+        if len(joined) < 2 or any(c not in names for c in joined):
+            raise r.fail(f"{key}.clusters", f"expected two or more of: {', '.join(names)}")
+        zlink = r.link(t["link"], f"{key}.link", LinkModel()) if "link" in t else None
+        zippers.append(
+            Zipper(
+                zname,
+                joined,
+                r.integer(t, key, "hosts", 1, 1),
+                r.integer(t, key, "ranks_per_host", 1, 1),
+                zlink,
+            )
+        )
+
+    # Every pair of clusters must be joined: directly, or through a zipper host.
+    for a in names:
+        for b in names:
+            if (
+                a < b
+                and (a, b) not in wan
+                and (b, a) not in wan
+                and not any(a in z.clusters and b in z.clusters for z in zippers)
+            ):
+                raise r.fail(
+                    "wan",
+                    f"clusters {a!r} and {b!r} are not joined: give [wan] defaults, "
+                    "a [[wan.link]] between them, or a zipper host",
+                )
+
+    io = None
+    if "io" in top:
+        t = r.table(top["io"], "io", ("servers", "cluster", "directory", "stripe"))
+        cluster = t.get("cluster")
+        if cluster is not None and cluster not in names:
+            raise r.fail(
+                "io.cluster", f"unknown cluster {cluster!r} (clusters: {', '.join(names)})"
+            )
+        directory = t.get("directory", "/tmp/isthmus-pio")
+        if not isinstance(directory, str) or not directory:
+            raise r.fail("io.directory", f"expected a directory path, got {directory!r}")
+        io = IoServers(
+            r.integer(t, "io", "servers", 1, 1),
+            cluster,
+            directory,
+            r.unit(t, "io", "stripe", parse_size, 64 * 1024),
+        )
+
+    lt = r.table(top.get("layer", {}), "layer", ("collectives", "wait", "profile"))
+    profile = lt.get("profile", False)
+    if not isinstance(profile, bool):
+        raise r.fail("layer.profile", f"expected true or false, got {profile!r}")
+    layer = LayerSettings(
+        collectives=r.choice(lt, "layer", "collectives", "native", COLLECTIVES_MODES),
+        wait=r.choice(lt, "layer", "wait", "auto", WAIT_MODES),
+        profile=profile,
+    )
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        raise r.fail("description", f"expected a string, got {description!r}")
+    return Platform(name, path, description, tuple(clusters), wan, tuple(zippers), io, layer)
+
+
+def load(path: str | Path, overrides: Iterable[str] = ()) -> Platform:
+    """Read, override (KEY=VALUE strings, as given to --set) and check a platform file."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such platform file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML: {e}") from None
+    overrides = list(overrides)
+    for setting in overrides:
+        apply_override(raw, setting)
+    source = str(path) + (" (with --set " + ", ".join(overrides) + ")" if overrides else "")
+    return parse(raw, source, path)
+
+
+def _parse_value(text: str) -> Any:
+    """A --set value: a TOML value when it is one (2, 0.1, true, ["a","b"]), else a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(raw: dict[str, Any], setting: str) -> None:
+    """Apply KEY=VALUE to the raw platform. wan.X sets X on the defaults and every link."""
+    key, sep, text = setting.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UserError(f"--set {setting!r}: expected KEY=VALUE, such as wan.latency=2ms")
+    value = _parse_value(text.strip())
+    parts = key.split(".")
+    if parts[0] == "wan" and len(parts) == 2 and parts[1] in LINK_KEYS:
+        wan = raw.setdefault("wan", {})
+        wan[parts[1]] = value
+        for link in wan.get("link", []):
+            if isinstance(link, dict):
+                link[parts[1]] = value
+        return
+    node: Any = raw
+    for i, part in enumerate(parts[:-1]):
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise UserError(
+                    f"--set {key}: {'.'.join(parts[: i + 1])} is not an index of the list"
+                )
+            node = node[int(part)]
+        else:
+            node = node.setdefault(part, {})
+        if not isinstance(node, dict | list):
+            raise UserError(f"--set {key}: {'.'.join(parts[: i + 1])} is a value, not a table")
+    if isinstance(node, list):
+        raise UserError(f"--set {key}: cannot replace a list element; set one of its keys")
+    node[parts[-1]] = value

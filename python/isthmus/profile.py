@@ -1,0 +1,324 @@
+"""Reading a profile written by libisthmus (docs/profile.md) and presenting it.
+
+`show` prints what mpiP's report gives (time per rank, time and calls per function), the
+size-bucket tables of the NetPIPE/NPB paper (calls per power-of-two message size per
+function), and where the bytes went: intra- vs inter-cluster, per cluster pair, and the
+busiest rank pairs. `plot` draws the communication matrices with cluster boundaries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .errors import UserError
+from .units import format_size
+
+SCHEMA = "isthmus-profile"
+VERSION = 1
+# Groups whose calls carry messages (the others: init, sync, comm).
+DATA_GROUPS = ("p2p", "persist", "coll", "icoll", "rma")
+KINDS = {"p2p": "point-to-point", "coll": "collective (logical, from call arguments)"}
+
+
+@dataclass(frozen=True)
+class CallRow:
+    rank: int
+    function: str
+    bucket_low: int
+    calls: int
+    bytes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str
+    group: str
+    calls: int
+    bytes: int
+    seconds: float
+    rank_seconds: list[float]
+
+
+class Profile:
+    def __init__(self, data: dict[str, Any], path: Path) -> None:
+        self.data = data
+        self.path = path
+        self.nranks: int = data["nranks"]
+        self.clusters: list[str] = data["clusters"]
+        self.rank_cluster: list[int] = [r["cluster"] for r in data["ranks"]]
+        self.groups: dict[str, str] = data["functions"]
+        self.rows = [CallRow(*row) for row in data["calls"]["rows"]]
+
+    def functions(self) -> list[FunctionSummary]:
+        """Totals per function over all ranks, most time first (lifecycle calls excluded)."""
+        acc: dict[str, list[Any]] = {}
+        for r in self.rows:
+            if self.groups.get(r.function) == "init":
+                continue
+            a = acc.setdefault(r.function, [0, 0, 0.0, [0.0] * self.nranks])
+            a[0] += r.calls
+            a[1] += r.bytes
+            a[2] += r.seconds
+            a[3][r.rank] += r.seconds
+        out = [
+            FunctionSummary(n, self.groups.get(n, "?"), a[0], a[1], a[2], a[3])
+            for n, a in acc.items()
+        ]
+        return sorted(out, key=lambda f: -f.seconds)
+
+    def size_buckets(self) -> list[tuple[int, str, int, int]]:
+        """(bucket low bound, function, calls over all ranks, bytes) for calls that carry data."""
+        acc: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0])
+        for r in self.rows:
+            if self.groups.get(r.function) not in DATA_GROUPS:
+                continue
+            acc[(r.bucket_low, r.function)][0] += r.calls
+            acc[(r.bucket_low, r.function)][1] += r.bytes
+        return sorted(((b, f, c, n) for (b, f), (c, n) in acc.items()), key=lambda t: (t[1], t[0]))
+
+    def traffic(self, kind: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.data["traffic"][kind]
+        return result
+
+
+def load(path: str | Path) -> Profile:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such profile") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read: {e}") from None
+    except json.JSONDecodeError as e:
+        raise UserError(
+            f"{path}: not JSON ({e.msg} at line {e.lineno}): expected an isthmus profile"
+        ) from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise UserError(f'{path}: not an isthmus profile (expected "schema": "{SCHEMA}")')
+    if data.get("version") != VERSION:
+        raise UserError(
+            f"{path}: profile version {data.get('version')!r}; this isthmus reads version {VERSION}"
+        )
+    try:
+        return Profile(data, path)
+    except (KeyError, TypeError, IndexError) as e:
+        raise UserError(f"{path}: incomplete profile: missing or malformed {e}") from None
+
+
+def _bucket_label(low: int) -> str:
+    if low == 0:
+        return "0"
+    return f"{format_size(low)} - <{format_size(2 * low)}"
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}" if whole > 0 else "-"
+
+
+def show(p: Profile, console: Console) -> None:
+    d = p.data
+    run = d.get("run", {})
+    console.print(f"[bold]isthmus profile[/bold] {p.path}")
+    console.print(f"MPI: {d['mpi']['library']}")
+    console.print(f"ranks: {p.nranks} in clusters {', '.join(p.clusters)}; created {d['created']}")
+    if run:
+        console.print(
+            f"app: {' '.join(run.get('app', []))}   platform: {run['platform']['name']}"
+            f"   exit code: {run.get('exit_code')}   git: {run.get('git_revision')}"
+        )
+
+    ranks = Table(title="Time per rank (application time: MPI_Init to MPI_Finalize)")
+    for col in ("rank", "cluster", "host", "app s", "MPI s", "MPI %"):
+        ranks.add_column(col, justify="right" if col not in ("cluster", "host") else "left")
+    for r in d["ranks"]:
+        ranks.add_row(
+            str(r["rank"]),
+            p.clusters[r["cluster"]],
+            r["host"],
+            f"{r['app_seconds']:.6f}",
+            f"{r['mpi_seconds']:.6f}",
+            _pct(r["mpi_seconds"], r["app_seconds"]),
+        )
+    console.print(ranks)
+
+    total_mpi = sum(r["mpi_seconds"] for r in d["ranks"])
+    total_app = sum(r["app_seconds"] for r in d["ranks"])
+    funcs = Table(title="MPI functions, all ranks (by time)")
+    for col in (
+        "function",
+        "group",
+        "calls",
+        "bytes",
+        "time s",
+        "% MPI",
+        "% app",
+        "min rank s",
+        "mean rank s",
+        "max rank s",
+    ):
+        funcs.add_column(col, justify="left" if col in ("function", "group") else "right")
+    for f in p.functions():
+        funcs.add_row(
+            f.name,
+            f.group,
+            str(f.calls),
+            format_size(f.bytes),
+            f"{f.seconds:.6f}",
+            _pct(f.seconds, total_mpi),
+            _pct(f.seconds, total_app),
+            f"{min(f.rank_seconds):.6f}",
+            f"{sum(f.rank_seconds) / p.nranks:.6f}",
+            f"{max(f.rank_seconds):.6f}",
+        )
+    console.print(funcs)
+
+    sizes = Table(title="Calls per message size (power-of-two buckets, all ranks)")
+    for col in ("function", "size", "calls", "calls per rank", "bytes"):
+        sizes.add_column(col, justify="left" if col == "function" else "right")
+    for low, fn, calls, nbytes in p.size_buckets():
+        sizes.add_row(
+            fn, _bucket_label(low), str(calls), f"{calls / p.nranks:g}", format_size(nbytes)
+        )
+    console.print(sizes)
+
+    split = Table(title="Traffic inside clusters and between them")
+    for col in ("kind", "intra msgs", "intra bytes", "inter msgs", "inter bytes", "inter % bytes"):
+        split.add_column(col, justify="left" if col == "kind" else "right")
+    for kind, label in KINDS.items():
+        t = p.traffic(kind)
+        intra, inter = t["intra"], t["inter"]
+        split.add_row(
+            label,
+            str(intra["messages"]),
+            format_size(intra["bytes"]),
+            str(inter["messages"]),
+            format_size(inter["bytes"]),
+            _pct(inter["bytes"], intra["bytes"] + inter["bytes"]),
+        )
+    console.print(split)
+
+    for kind, label in KINDS.items():
+        cm = Table(title=f"Bytes between clusters, {label} (row: from, column: to)")
+        cm.add_column("from \\ to")
+        for c in p.clusters:
+            cm.add_column(c, justify="right")
+        for i, c in enumerate(p.clusters):
+            cm.add_row(c, *(format_size(v) for v in p.traffic(kind)["cluster_bytes"][i]))
+        console.print(cm)
+
+    pairs = []
+    for kind in KINDS:
+        t = p.traffic(kind)
+        for s in range(p.nranks):
+            for dst in range(p.nranks):
+                if t["bytes"][s][dst]:
+                    pairs.append((t["bytes"][s][dst], t["messages"][s][dst], kind, s, dst))
+    top = Table(title="Busiest rank pairs")
+    for col in ("kind", "from", "to", "messages", "bytes", "crosses clusters"):
+        top.add_column(col, justify="left" if col == "kind" else "right")
+    for nbytes, msgs, kind, s, dst in sorted(pairs, reverse=True)[:10]:
+        top.add_row(
+            kind,
+            str(s),
+            str(dst),
+            str(msgs),
+            format_size(nbytes),
+            "yes" if p.rank_cluster[s] != p.rank_cluster[dst] else "no",
+        )
+    console.print(top)
+
+
+def plot(p: Profile, out: Path) -> None:
+    """Heatmaps of bytes per rank pair, point-to-point and collective, with clusters marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.4), constrained_layout=True)
+    # Cluster boundaries: ranks are contiguous per cluster under block mapping; draw a line
+    # wherever the cluster changes between consecutive ranks.
+    edges = [i for i in range(1, p.nranks) if p.rank_cluster[i] != p.rank_cluster[i - 1]]
+    starts = [0, *edges]
+    ends = [*edges, p.nranks]
+    for ax, (kind, label) in zip(axes, KINDS.items(), strict=True):
+        m = np.array(p.traffic(kind)["bytes"], dtype=float)
+        positive = m[m > 0]
+        if positive.size:
+            norm = LogNorm(vmin=max(positive.min(), 1.0), vmax=max(positive.max(), 2.0))
+            img = ax.imshow(
+                np.where(m > 0, m, np.nan), cmap="viridis", norm=norm, interpolation="nearest"
+            )
+            fig.colorbar(img, ax=ax, label="bytes")
+        else:
+            ax.imshow(np.zeros_like(m), cmap="Greys", vmin=0, vmax=1)
+            ax.text(p.nranks / 2 - 0.5, p.nranks / 2 - 0.5, "no traffic", ha="center", va="center")
+        for e in edges:
+            ax.axhline(e - 0.5, color="red", lw=1.5)
+            ax.axvline(e - 0.5, color="red", lw=1.5)
+        centers = [(a + b - 1) / 2 for a, b in zip(starts, ends, strict=True)]
+        names = [p.clusters[p.rank_cluster[a]] for a in starts]
+        ax.set_xticks(centers, names)
+        ax.set_yticks(centers, names, rotation=90, va="center")
+        ax.set_xlabel("receiving rank (grouped by cluster)")
+        ax.set_ylabel("sending rank")
+        inter = p.traffic(kind)["inter"]["bytes"]
+        total = inter + p.traffic(kind)["intra"]["bytes"]
+        ax.set_title(
+            f"{label}\ninter-cluster: {format_size(inter)} of {format_size(total)}", fontsize=10
+        )
+    run = p.data.get("run", {})
+    app = " ".join(run.get("app", [])) if run else ""
+    fig.suptitle(
+        f"Bytes per rank pair: {app} ({p.nranks} ranks, {p.data['mpi']['implementation']})"
+    )
+    tmp = out.with_name(out.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)
+
+
+def report(p: Profile, out: Path) -> None:
+    """One self-contained HTML page: the tables of `show` and the matrix heatmaps."""
+    import base64
+    import html
+    import tempfile
+
+    console = Console(record=True, width=130, file=open(os.devnull, "w"))  # noqa: SIM115
+    show(p, console)
+    tables = console.export_html(
+        inline_styles=True, code_format='<pre style="font-size:13px">{code}</pre>'
+    )
+    with tempfile.TemporaryDirectory() as d:
+        png = Path(d) / "matrix.png"
+        plot(p, png)
+        image = base64.b64encode(png.read_bytes()).decode()
+    run = p.data.get("run", {})
+    title = f"isthmus profile: {' '.join(run.get('app', [])) or p.path.name}"
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1300px}}
+img{{max-width:100%}}</style></head>
+<body><h1>{html.escape(title)}</h1>
+<p>Made by <code>isthmus profile report {html.escape(str(p.path))}</code> from a profile of
+{p.nranks} ranks ({html.escape(p.data["mpi"]["library"])}).</p>
+<h2>Communication matrices</h2>
+<img alt="bytes per rank pair" src="data:image/png;base64,{image}">
+<h2>Tables</h2>
+{tables}
+</body></html>
+"""
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(page)
+    tmp.replace(out)

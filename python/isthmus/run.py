@@ -1,0 +1,214 @@
+"""`isthmus run`: start the MPI launcher so that every rank runs with libisthmus.
+
+The launcher starts isthmus-exec for each rank, which preloads the layer built for that
+MPI and execs the application; the launcher itself never loads the layer. Every rank is
+told the platform's clusters (block mapping of world ranks, or host-name patterns on a
+real site). The application's exit status comes back as ours; SIGINT, SIGTERM and SIGHUP
+are passed on to the launcher, which stops the ranks.
+
+Network emulation (issue 3) slots in here: bring the platform's network up for the run,
+and give isthmus-exec the namespace of each rank's host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from . import __version__, mpi, paths
+from .errors import UserError
+from .platform import Platform
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+EXIT_TIMEOUT = 124  # as timeout(1)
+KILL_GRACE_SECONDS = 5.0
+
+
+@dataclass
+class RunRequest:
+    platform: Platform
+    app: list[str]
+    nranks: int | None = None
+    mpi: str | None = None
+    overrides: tuple[str, ...] = ()
+    profile: Path | None = None
+    timeout: float | None = None
+
+
+def rank_count(platform: Platform, requested: int | None) -> int:
+    if platform.emulated:
+        if requested is not None and requested != platform.total_ranks:
+            raise UserError(
+                f"-n {requested}: the platform {platform.name} has {platform.total_ranks} ranks "
+                f"({', '.join(f'{n}: {k}' for n, k in platform.rank_blocks())}); change the "
+                "platform (for example --set clusters.NAME.hosts=N) or leave -n out"
+            )
+        return platform.total_ranks
+    if requested is None:
+        raise UserError(f"-n is needed: the platform {platform.name} places ranks by host name")
+    if requested < 1:
+        raise UserError(f"-n {requested}: expected a positive number of ranks")
+    return requested
+
+
+def layer_environment(
+    platform: Platform, impl: mpi.MpiImplementation, profile: Path | None
+) -> dict[str, str]:
+    """The variables that isthmus-exec and libisthmus read in each rank."""
+    env = {"ISTHMUS_PRELOAD": str(paths.layer_library(impl.name))}
+    if platform.emulated:
+        env["ISTHMUS_CLUSTERS"] = ",".join(f"{n}:{k}" for n, k in platform.rank_blocks())
+    patterns = [
+        f"{c.name}={','.join(c.host_patterns)}" for c in platform.clusters if c.host_patterns
+    ]
+    if patterns:
+        env["ISTHMUS_CLUSTER_PATTERNS"] = ";".join(patterns)
+    if profile is not None:
+        env["ISTHMUS_PROFILE"] = str(profile)
+    return env
+
+
+def _die_with_parent() -> None:
+    """In the launcher's child: get SIGTERM if isthmus itself dies, so no job is orphaned."""
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the launcher; after a grace period SIGKILL its whole process group."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(KILL_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def launch(cmd: list[str], env: dict[str, str], timeout: float | None) -> tuple[int, bool]:
+    """Run the launcher in its own process group; return (exit code, timed out)."""
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in FORWARDED_SIGNALS}
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _stop(proc)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    rc = proc.returncode
+    if timed_out:
+        return EXIT_TIMEOUT, True
+    return (128 - rc if rc < 0 else rc), False
+
+
+def first_failure(status_dir: Path) -> int | None:
+    """The exit code of the rank that failed first (128+N for signal N), from the files
+    isthmus-exec writes; None when every rank exited 0 or none wrote one."""
+    failures = []
+    for f in status_dir.glob("rank-*"):
+        try:
+            how, value, ns = f.read_text().split()
+        except ValueError:
+            continue
+        code = int(value) if how == "exit" else 128 + int(value)
+        if code != 0:
+            failures.append((int(ns), code))
+    return min(failures)[1] if failures else None
+
+
+def _annotate_profile(path: Path, run_info: dict[str, Any]) -> None:
+    """Add how the run was made to the profile the layer wrote (atomically)."""
+    data = json.loads(path.read_text())
+    data["run"] = run_info
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def run(req: RunRequest) -> int:
+    if not req.app:
+        raise UserError("no application given: isthmus run -p PLATFORM -- APP [ARGS...]")
+    impl = mpi.choose(req.mpi, req.app[0])
+    nranks = rank_count(req.platform, req.nranks)
+    profile = req.profile
+    if profile is None and req.platform.layer.profile:
+        profile = Path("isthmus-profile.json")
+    if profile is not None:
+        profile = profile.resolve()
+        if not profile.parent.is_dir():
+            raise UserError(f"--profile {profile}: the directory {profile.parent} does not exist")
+        profile.unlink(missing_ok=True)
+
+    cores = os.cpu_count() or 1
+    if nranks > cores:
+        print(
+            f"isthmus: {nranks} ranks on {cores} cores: ranks take turns on the cores, so "
+            "timings include time spent waiting for one",
+            file=sys.stderr,
+        )
+    with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
+        layer_env = layer_environment(req.platform, impl, profile)
+        layer_env["ISTHMUS_STATUS_DIR"] = status_dir
+        env = {**os.environ, **layer_env}
+        cmd = impl.launch_command(nranks, sorted(layer_env), [str(paths.exec_wrapper()), *req.app])
+        started = time.monotonic()
+        rc, timed_out = launch(cmd, env, req.timeout)
+        wall = time.monotonic() - started
+        if rc != 0 and not timed_out:
+            rc = first_failure(Path(status_dir)) or rc
+    if timed_out:
+        print(
+            f"isthmus: the run exceeded --timeout {req.timeout:g}s and was stopped", file=sys.stderr
+        )
+
+    if profile is not None:
+        if profile.exists():
+            _annotate_profile(
+                profile,
+                {
+                    "isthmus_version": __version__,
+                    "git_revision": paths.git_revision(),
+                    "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "platform": {
+                        "name": req.platform.name,
+                        "path": str(req.platform.path),
+                        "overrides": list(req.overrides),
+                    },
+                    "mpi": impl.name,
+                    "nranks": nranks,
+                    "app": req.app,
+                    "launcher": cmd,
+                    "exit_code": rc,
+                    "wall_seconds": round(wall, 6),
+                },
+            )
+        else:
+            print(
+                f"isthmus: no profile was written to {profile}: the application did not "
+                "reach MPI_Finalize",
+                file=sys.stderr,
+            )
+    return rc

@@ -1,0 +1,132 @@
+/* isthmus-exec: what the MPI launcher starts for each rank, in place of the application.
+ *
+ *   isthmus-exec PROGRAM [ARGS...]
+ *
+ * It prepends $ISTHMUS_PRELOAD (the libisthmus built for the launcher's MPI) to
+ * LD_PRELOAD, so that the launcher itself never has the layer loaded, and runs PROGRAM.
+ *
+ * With $ISTHMUS_STATUS_DIR set it stays as the rank's parent: it passes on the signals a
+ * launcher sends, and writes how the rank ended to $ISTHMUS_STATUS_DIR/rank-N
+ * ("exit CODE NS" or "signal SIG NS", NS a CLOCK_MONOTONIC time). Launchers report the
+ * job's status differently (MPICH's Hydra returns the signal it killed the other ranks
+ * with), so `isthmus run` takes the earliest failure from these files instead. The
+ * program gets SIGKILL if isthmus-exec dies, so a rank never outlives it. Under
+ * emulation it will first enter the rank's host network namespace. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+static volatile sig_atomic_t child_pid;
+
+static int prepend_preload(const char *lib)
+{
+    const char *old = getenv("LD_PRELOAD");
+    if (!old || !*old) return setenv("LD_PRELOAD", lib, 1);
+    size_t n = strlen(lib) + strlen(old) + 2;
+    char *both = malloc(n);
+    if (!both) return -1;
+    snprintf(both, n, "%s:%s", lib, old);
+    int rc = setenv("LD_PRELOAD", both, 1);
+    free(both);
+    return rc;
+}
+
+static void forward(int sig)
+{
+    if (child_pid > 0) kill((pid_t)child_pid, sig);
+}
+
+/* The rank number as the launcher gives it, before MPI_Init. */
+static const char *rank_id(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return v;
+    }
+    return "unknown";
+}
+
+static void write_status(const char *dir, int wstatus)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%s", dir, rank_id());
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (WIFSIGNALED(wstatus)) fprintf(f, "signal %d %lld\n", WTERMSIG(wstatus), ns);
+    else fprintf(f, "exit %d %lld\n", WEXITSTATUS(wstatus), ns);
+    fclose(f);
+}
+
+static int run_as_parent(char **argv, const char *status_dir)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("isthmus-exec: fork");
+        return 127;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(137); /* the parent is already gone */
+        execvp(argv[0], argv);
+        fprintf(stderr, "isthmus-exec: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    child_pid = pid;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
+        sigaction(forwarded[i], &sa, NULL);
+
+    int wstatus = 0;
+    while (waitpid(pid, &wstatus, 0) < 0)
+        if (errno != EINTR) {
+            perror("isthmus-exec: waitpid");
+            return 127;
+        }
+    write_status(status_dir, wstatus);
+    if (WIFSIGNALED(wstatus)) {
+        /* End the same way, so the launcher sees what the rank saw. */
+        int sig = WTERMSIG(wstatus);
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return 128 + sig;
+    }
+    return WEXITSTATUS(wstatus);
+}
+
+int main(int argc, char **argv)
+{
+    int first = 1;
+    if (first < argc && strcmp(argv[first], "--") == 0) first++;
+    if (first >= argc) {
+        fprintf(stderr, "usage: isthmus-exec PROGRAM [ARGS...]\n");
+        return 2;
+    }
+    const char *lib = getenv("ISTHMUS_PRELOAD");
+    if (lib && *lib) {
+        if (prepend_preload(lib) != 0) {
+            perror("isthmus-exec: setenv");
+            return 127;
+        }
+    }
+    const char *status_dir = getenv("ISTHMUS_STATUS_DIR");
+    if (status_dir && *status_dir) return run_as_parent(&argv[first], status_dir);
+    execvp(argv[first], &argv[first]);
+    fprintf(stderr, "isthmus-exec: cannot run '%s': %s\n", argv[first], strerror(errno));
+    return 127;
+}

@@ -1,0 +1,69 @@
+/* libisthmus internals shared by the generated wrappers and the hand-written parts.
+ *
+ * The wrappers' fast path is one load of ist_profiling and, when that is set, one of the
+ * thread-local ist_depth: a wrapper entered from inside another (MPICH's Fortran entries
+ * call the C MPI_X; our own code calls only PMPI_X) forwards without recording, so that
+ * every application call is counted exactly once. */
+#ifndef ISTHMUS_LAYER_H
+#define ISTHMUS_LAYER_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "functions.h"
+
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER arrays are read as int arrays");
+
+/* Large enough for the Fortran status of both MPIs (Open MPI 6, MPICH 5 integers). */
+#define IST_F_STATUS_MAX 16
+
+extern int ist_profiling; /* set while the profiler records (MPI_Pcontrol can clear it) */
+extern _Thread_local int ist_depth __attribute__((tls_model("initial-exec")));
+
+#define IST_PASS_THROUGH() (__builtin_expect(!ist_profiling || ist_depth, 0))
+
+/* Layer life cycle, called by the MPI_Init*, MPI_Finalize and MPI_Pcontrol wrappers in
+ * every language. Both are idempotent: MPICH's Fortran init reaches the C one too. */
+void ist_layer_init(int provided_thread_level);
+void ist_layer_finalize(void);
+void ist_layer_pcontrol(int level);
+
+/* Recorders: one per kind of call in mpi_functions.txt. 'ticks' is the time in the call. */
+void ist_rec_none(enum ist_fn fn, uint64_t ticks);
+void ist_rec_size(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type);
+void ist_rec_send(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int dest,
+                  MPI_Comm comm);
+void ist_rec_recv(enum ist_fn fn, uint64_t ticks, const MPI_Status *status);
+void ist_rec_bcast(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int root,
+                   MPI_Comm comm);
+void ist_rec_reduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int root,
+                    MPI_Comm comm);
+void ist_rec_allreduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type,
+                       MPI_Comm comm);
+void ist_rec_gather(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
+                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+void ist_rec_gatherv(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
+                     const int recvcounts[], MPI_Datatype recvtype, int root, MPI_Comm comm);
+void ist_rec_scatter(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
+                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+void ist_rec_scatterv(enum ist_fn fn, uint64_t ticks, const int sendcounts[],
+                      MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype, int root,
+                      MPI_Comm comm);
+void ist_rec_allgather(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Datatype recvtype,
+                       MPI_Comm comm);
+void ist_rec_allgatherv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
+                        MPI_Datatype recvtype, MPI_Comm comm);
+void ist_rec_alltoall(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Datatype recvtype,
+                      MPI_Comm comm);
+void ist_rec_alltoallv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
+                       MPI_Datatype recvtype, MPI_Comm comm);
+void ist_rec_alltoallw(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
+                       const MPI_Datatype recvtypes[], MPI_Comm comm);
+void ist_rec_reduce_scatter(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
+                            MPI_Datatype type, MPI_Comm comm);
+void ist_rec_reduce_scatter_block(enum ist_fn fn, uint64_t ticks, int recvcount,
+                                  MPI_Datatype type, MPI_Comm comm);
+void ist_rec_scan(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, MPI_Comm comm);
+
+#endif

@@ -1,0 +1,251 @@
+/* Merging every rank's counters on rank 0 and writing the profile (docs/profile.md has the
+ * schema). The file is written under a temporary name and renamed, so a reader never sees
+ * half a profile. */
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layer.h"
+#include "profiler.h"
+#include "topology.h"
+
+/* One nonzero bucket of one function on one rank, as sent to rank 0. */
+struct call_row {
+    int32_t fn;
+    int32_t bucket;
+    uint64_t calls;
+    uint64_t bytes;
+    double seconds;
+};
+
+struct rank_summary {
+    double app_seconds;
+    double mpi_seconds;
+    int64_t pid;
+};
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static const char *implementation(void)
+{
+#if defined(OPEN_MPI)
+    return "openmpi";
+#elif defined(MPICH_VERSION)
+    return "mpich";
+#else
+    return "unknown";
+#endif
+}
+
+/* Dense n x n matrix of one kind from the gathered vectors: cell [s][d]. */
+static void write_matrix(FILE *f, const uint64_t *all, int n, enum ist_vec out, int with_in)
+{
+    fputs("[", f);
+    for (int s = 0; s < n; s++) {
+        fputs(s ? ",\n      [" : "\n      [", f);
+        for (int d = 0; d < n; d++) {
+            uint64_t v = all[(size_t)s * IST_NVEC * (size_t)n + (size_t)out * (size_t)n + (size_t)d];
+            if (with_in) /* recorded by the receiver d about sender s */
+                v += all[(size_t)d * IST_NVEC * (size_t)n + (size_t)(out + 2) * (size_t)n + (size_t)s];
+            fprintf(f, "%s%llu", d ? "," : "", (unsigned long long)v);
+        }
+        fputs("]", f);
+    }
+    fputs("]", f);
+}
+
+static uint64_t matrix_cell(const uint64_t *all, int n, enum ist_vec out, int with_in, int s, int d)
+{
+    uint64_t v = all[(size_t)s * IST_NVEC * (size_t)n + (size_t)out * (size_t)n + (size_t)d];
+    if (with_in) v += all[(size_t)d * IST_NVEC * (size_t)n + (size_t)(out + 2) * (size_t)n + (size_t)s];
+    return v;
+}
+
+static void write_kind(FILE *f, const char *name, const uint64_t *all, int n, enum ist_vec msgs,
+                       int with_in, const char *last)
+{
+    int nc = ist_cluster_count();
+    uint64_t *cm = calloc((size_t)nc * (size_t)nc * 2, sizeof(uint64_t));
+    uint64_t split[2][2] = {{0, 0}, {0, 0}}; /* [intra/inter][messages/bytes] */
+    for (int s = 0; s < n; s++)
+        for (int d = 0; d < n; d++) {
+            int cs = ist_rank_cluster(s), cd = ist_rank_cluster(d);
+            uint64_t m = matrix_cell(all, n, msgs, with_in, s, d);
+            uint64_t b = matrix_cell(all, n, msgs + 1, with_in, s, d);
+            cm[((size_t)cs * (size_t)nc + (size_t)cd) * 2] += m;
+            cm[((size_t)cs * (size_t)nc + (size_t)cd) * 2 + 1] += b;
+            split[cs != cd][0] += m;
+            split[cs != cd][1] += b;
+        }
+    fprintf(f, "    \"%s\": {\n      \"messages\": ", name);
+    write_matrix(f, all, n, msgs, with_in);
+    fputs(",\n      \"bytes\": ", f);
+    write_matrix(f, all, n, msgs + 1, with_in);
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, ",\n      \"cluster_%s\": [", k ? "bytes" : "messages");
+        for (int a = 0; a < nc; a++) {
+            fputs(a ? ", [" : "[", f);
+            for (int b = 0; b < nc; b++)
+                fprintf(f, "%s%llu", b ? "," : "",
+                        (unsigned long long)cm[((size_t)a * (size_t)nc + (size_t)b) * 2 + (size_t)k]);
+            fputs("]", f);
+        }
+        fputs("]", f);
+    }
+    fprintf(f, ",\n      \"intra\": {\"messages\": %llu, \"bytes\": %llu}"
+               ",\n      \"inter\": {\"messages\": %llu, \"bytes\": %llu}\n    }%s\n",
+            (unsigned long long)split[0][0], (unsigned long long)split[0][1],
+            (unsigned long long)split[1][0], (unsigned long long)split[1][1], last);
+    free(cm);
+}
+
+static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
+                          const struct call_row *rows, const int *row_counts,
+                          const uint64_t *matrix, double ticks_per_second)
+{
+    char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0, version = 0, subversion = 0;
+    PMPI_Get_library_version(library, &len);
+    library[strcspn(library, "\n")] = '\0';
+    PMPI_Get_version(&version, &subversion);
+    char created[32];
+    time_t now = time(NULL);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+
+    fputs("{\n  \"schema\": \"isthmus-profile\",\n  \"version\": 1,\n  \"created\": ", f);
+    json_string(f, created);
+    fprintf(f, ",\n  \"mpi\": {\"implementation\": \"%s\", \"standard\": \"%d.%d\", \"library\": ",
+            implementation(), version, subversion);
+    json_string(f, library);
+    fprintf(f, "},\n  \"clock\": {\"source\": \"%s\", \"ticks_per_second\": %.6e},\n",
+#if defined(__x86_64__)
+            "tsc",
+#else
+            "monotonic",
+#endif
+            ticks_per_second);
+    fputs("  \"collective_traffic\": \"arguments\",\n", f);
+    fprintf(f, "  \"nranks\": %d,\n  \"clusters\": [", n);
+    for (int c = 0; c < ist_cluster_count(); c++) {
+        if (c) fputs(", ", f);
+        json_string(f, ist_cluster_name(c));
+    }
+    fputs("],\n  \"ranks\": [", f);
+    for (int r = 0; r < n; r++) {
+        fprintf(f, "%s\n    {\"rank\": %d, \"cluster\": %d, \"host\": ", r ? "," : "", r,
+                ist_rank_cluster(r));
+        json_string(f, ist_rank_host(r));
+        fprintf(f, ", \"pid\": %lld, \"app_seconds\": %.9f, \"mpi_seconds\": %.9f}",
+                (long long)ranks[r].pid, ranks[r].app_seconds, ranks[r].mpi_seconds);
+    }
+    fputs("\n  ],\n  \"functions\": {", f);
+    for (int fn = 0; fn < IST_FN_COUNT; fn++)
+        fprintf(f, "%s\"%s\": \"%s\"", fn ? ", " : "", ist_fn_name[fn], ist_fn_group[fn]);
+    fputs("},\n  \"calls\": {\n    \"columns\": [\"rank\", \"function\", \"bucket_low\", "
+          "\"calls\", \"bytes\", \"seconds\"],\n    \"rows\": [", f);
+    int first = 1;
+    for (int r = 0, k = 0; r < n; r++)
+        for (int i = 0; i < row_counts[r]; i++, k++) {
+            const struct call_row *row = &rows[k];
+            fprintf(f, "%s\n      [%d, \"%s\", %llu, %llu, %llu, %.9f]", first ? "" : ",", r,
+                    ist_fn_name[row->fn], (unsigned long long)ist_bucket_low(row->bucket),
+                    (unsigned long long)row->calls, (unsigned long long)row->bytes, row->seconds);
+            first = 0;
+        }
+    fputs("\n    ]\n  },\n  \"traffic\": {\n", f);
+    write_kind(f, "p2p", matrix, n, IST_OUT_P2P_MSGS, 0, ",");
+    write_kind(f, "coll", matrix, n, IST_OUT_COLL_MSGS, 1, "");
+    fputs("  }\n}\n", f);
+}
+
+int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, double app_seconds)
+{
+    int n = ist_world_size(), me = ist_world_rank();
+
+    /* This rank's nonzero buckets. */
+    int nrows = 0;
+    for (int fn = 0; fn < IST_FN_COUNT; fn++)
+        for (int b = 0; b < IST_NBUCKETS; b++) nrows += ist_stats[fn][b].calls != 0;
+    struct call_row *mine = calloc((size_t)nrows + 1, sizeof *mine);
+    struct rank_summary summary = {app_seconds, 0.0, (int64_t)getpid()};
+    int k = 0;
+    for (int fn = 0; fn < IST_FN_COUNT; fn++)
+        for (int b = 0; b < IST_NBUCKETS; b++) {
+            const struct ist_bucket *s = &ist_stats[fn][b];
+            if (!s->calls) continue;
+            double seconds = (double)s->ticks / ticks_per_second;
+            mine[k++] = (struct call_row){fn, b, s->calls, s->bytes, seconds};
+            if (fn != IST_FN_MPI_Init && fn != IST_FN_MPI_Init_thread && fn != IST_FN_MPI_Finalize)
+                summary.mpi_seconds += seconds;
+        }
+
+    int *counts = NULL, *displs = NULL;
+    struct call_row *rows = NULL;
+    struct rank_summary *ranks = NULL;
+    uint64_t *matrix = NULL;
+    if (me == 0) {
+        counts = calloc((size_t)n, sizeof *counts);
+        displs = calloc((size_t)n, sizeof *displs);
+        ranks = calloc((size_t)n, sizeof *ranks);
+        matrix = calloc((size_t)n * IST_NVEC * (size_t)n, sizeof *matrix);
+    }
+    PMPI_Gather(&nrows, 1, MPI_INT, counts, 1, MPI_INT, 0, comm);
+    int *byte_counts = NULL;
+    if (me == 0) {
+        byte_counts = calloc((size_t)n, sizeof *byte_counts);
+        int total = 0;
+        for (int r = 0; r < n; r++) {
+            displs[r] = total * (int)sizeof(struct call_row);
+            byte_counts[r] = counts[r] * (int)sizeof(struct call_row);
+            total += counts[r];
+        }
+        rows = calloc((size_t)total + 1, sizeof *rows);
+    }
+    PMPI_Gatherv(mine, nrows * (int)sizeof(struct call_row), MPI_BYTE, rows, byte_counts, displs,
+                 MPI_BYTE, 0, comm);
+    PMPI_Gather(&summary, (int)sizeof summary, MPI_BYTE, ranks, (int)sizeof summary, MPI_BYTE, 0,
+                comm);
+    PMPI_Gather(ist_matrix_vec, IST_NVEC * n, MPI_UINT64_T, matrix, IST_NVEC * n, MPI_UINT64_T, 0,
+                comm);
+
+    int rc = 0;
+    if (me == 0) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        if (!f) {
+            fprintf(stderr, "isthmus: cannot write the profile '%s': %s\n", path, strerror(errno));
+            rc = -1;
+        } else {
+            write_profile(f, n, ranks, rows, counts, matrix, ticks_per_second);
+            if (fclose(f) != 0 || rename(tmp, path) != 0) {
+                fprintf(stderr, "isthmus: cannot write the profile '%s': %s\n", path,
+                        strerror(errno));
+                unlink(tmp);
+                rc = -1;
+            }
+        }
+    }
+    free(mine);
+    free(counts);
+    free(displs);
+    free(byte_counts);
+    free(rows);
+    free(ranks);
+    free(matrix);
+    return rc;
+}

@@ -1,0 +1,346 @@
+/* Recorders: what each kind of MPI call adds to the profile.
+ *
+ * The size a call is filed under (its bucket) is the message size: the payload of a
+ * point-to-point call, the buffer of bcast/reduce/allreduce/scan, the per-peer block of
+ * gather/scatter/allgather/alltoall (the mean block for the v and w forms). Collective
+ * traffic in the matrix is logical: what the semantics move from rank to rank according
+ * to the call's arguments, not what the MPI library's algorithm put on the wire. Only
+ * arguments that are significant at the calling rank are read, so MPI_IN_PLACE and
+ * ignored root-only arguments are never touched. */
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "layer.h"
+#include "profiler.h"
+#include "topology.h"
+
+struct ist_bucket ist_stats[IST_FN_COUNT][IST_NBUCKETS];
+uint64_t *ist_matrix_vec;
+static int world_n;
+
+/* Under MPI_THREAD_MULTIPLE several threads record at once: a spinlock then guards the
+ * counters. Other thread levels take no lock. */
+static int locking;
+static atomic_flag lock = ATOMIC_FLAG_INIT;
+
+static inline void lock_stats(void)
+{
+    if (locking)
+        while (atomic_flag_test_and_set_explicit(&lock, memory_order_acquire)) {
+        }
+}
+
+static inline void unlock_stats(void)
+{
+    if (locking) atomic_flag_clear_explicit(&lock, memory_order_release);
+}
+
+int ist_profiler_init(int world_size, int thread_multiple)
+{
+    world_n = world_size;
+    locking = thread_multiple;
+    ist_matrix_vec = calloc((size_t)IST_NVEC * (size_t)world_size, sizeof(uint64_t));
+    return ist_matrix_vec ? 0 : -1;
+}
+
+void ist_profiler_free(void)
+{
+    free(ist_matrix_vec);
+    ist_matrix_vec = NULL;
+}
+
+static inline uint64_t bytes_of(int count, MPI_Datatype type)
+{
+    if (count <= 0 || type == MPI_DATATYPE_NULL) return 0;
+    int size = 0;
+    PMPI_Type_size(type, &size);
+    return (uint64_t)count * (uint64_t)size;
+}
+
+static inline void add_call(enum ist_fn fn, uint64_t ticks, uint64_t bytes)
+{
+    struct ist_bucket *b = &ist_stats[fn][ist_bucket_of(bytes)];
+    b->calls++;
+    b->bytes += bytes;
+    b->ticks += ticks;
+}
+
+static inline void add_traffic(enum ist_vec msgs, int world_peer, uint64_t bytes)
+{
+    ist_matrix_vec[(size_t)msgs * (size_t)world_n + (size_t)world_peer] += 1;
+    ist_matrix_vec[(size_t)(msgs + 1) * (size_t)world_n + (size_t)world_peer] += bytes;
+}
+
+/* Logical collective traffic from this rank to every other rank of the communicator. */
+static void out_to_all(const struct ist_comm_info *ci, uint64_t bytes)
+{
+    for (int i = 0; i < ci->size; i++)
+        if (i != ci->rank) add_traffic(IST_OUT_COLL_MSGS, ci->world[i], bytes);
+}
+
+void ist_rec_none(enum ist_fn fn, uint64_t ticks)
+{
+    lock_stats();
+    add_call(fn, ticks, 0);
+    unlock_stats();
+}
+
+void ist_rec_size(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type)
+{
+    uint64_t bytes = bytes_of(count, type);
+    lock_stats();
+    add_call(fn, ticks, bytes);
+    unlock_stats();
+}
+
+void ist_rec_send(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int dest,
+                  MPI_Comm comm)
+{
+    uint64_t bytes = bytes_of(count, type);
+    int peer = -1;
+    if (dest >= 0) { /* not MPI_PROC_NULL */
+        const struct ist_comm_info *ci = ist_comm_info(comm);
+        if (ci->inter && dest < ci->remote_size) peer = ci->remote_world[dest];
+        else if (!ci->inter && dest < ci->size) peer = ci->world[dest];
+    }
+    lock_stats();
+    add_call(fn, ticks, bytes);
+    if (peer >= 0) add_traffic(IST_OUT_P2P_MSGS, peer, bytes);
+    unlock_stats();
+}
+
+void ist_rec_recv(enum ist_fn fn, uint64_t ticks, const MPI_Status *status)
+{
+    int count = 0;
+    if (status->MPI_SOURCE != MPI_PROC_NULL) {
+        PMPI_Get_count(status, MPI_BYTE, &count);
+        if (count == MPI_UNDEFINED) count = 0;
+    }
+    lock_stats();
+    add_call(fn, ticks, (uint64_t)count);
+    unlock_stats();
+}
+
+/* Collectives on intercommunicators: calls and time only (root semantics differ). */
+static inline const struct ist_comm_info *intra_info(enum ist_fn fn, uint64_t ticks,
+                                                     MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = ist_comm_info(comm);
+    if (!ci->inter) return ci;
+    lock_stats();
+    add_call(fn, ticks, 0);
+    unlock_stats();
+    return NULL;
+}
+
+void ist_rec_bcast(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int root,
+                   MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t bytes = bytes_of(count, type);
+    lock_stats();
+    add_call(fn, ticks, bytes);
+    if (ci->rank == root) out_to_all(ci, bytes);
+    unlock_stats();
+}
+
+void ist_rec_reduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int root,
+                    MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t bytes = bytes_of(count, type);
+    lock_stats();
+    add_call(fn, ticks, bytes);
+    if (ci->rank != root) add_traffic(IST_OUT_COLL_MSGS, ci->world[root], bytes);
+    unlock_stats();
+}
+
+void ist_rec_allreduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type,
+                       MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t bytes = bytes_of(count, type);
+    lock_stats();
+    add_call(fn, ticks, bytes);
+    out_to_all(ci, bytes);
+    unlock_stats();
+}
+
+void ist_rec_gather(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
+                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    int is_root = ci->rank == root;
+    uint64_t block = is_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
+    lock_stats();
+    add_call(fn, ticks, block);
+    if (!is_root) add_traffic(IST_OUT_COLL_MSGS, ci->world[root], block);
+    unlock_stats();
+}
+
+void ist_rec_gatherv(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
+                     const int recvcounts[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    int is_root = ci->rank == root;
+    uint64_t block;
+    if (is_root) {
+        uint64_t total = 0;
+        for (int i = 0; i < ci->size; i++) total += bytes_of(recvcounts[i], recvtype);
+        block = total / (uint64_t)ci->size;
+    } else {
+        block = bytes_of(sendcount, sendtype);
+    }
+    lock_stats();
+    add_call(fn, ticks, block);
+    if (!is_root) add_traffic(IST_OUT_COLL_MSGS, ci->world[root], block);
+    unlock_stats();
+}
+
+void ist_rec_scatter(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
+                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    int is_root = ci->rank == root;
+    uint64_t block = is_root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype);
+    lock_stats();
+    add_call(fn, ticks, block);
+    if (is_root) out_to_all(ci, block);
+    unlock_stats();
+}
+
+void ist_rec_scatterv(enum ist_fn fn, uint64_t ticks, const int sendcounts[],
+                      MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype, int root,
+                      MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    if (ci->rank != root) {
+        ist_rec_size(fn, ticks, recvcount, recvtype);
+        return;
+    }
+    uint64_t total = 0;
+    lock_stats();
+    for (int i = 0; i < ci->size; i++) {
+        uint64_t b = bytes_of(sendcounts[i], sendtype);
+        total += b;
+        if (i != ci->rank) add_traffic(IST_OUT_COLL_MSGS, ci->world[i], b);
+    }
+    add_call(fn, ticks, total / (uint64_t)ci->size);
+    unlock_stats();
+}
+
+void ist_rec_allgather(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Datatype recvtype,
+                       MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t block = bytes_of(recvcount, recvtype);
+    lock_stats();
+    add_call(fn, ticks, block);
+    out_to_all(ci, block);
+    unlock_stats();
+}
+
+void ist_rec_allgatherv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
+                        MPI_Datatype recvtype, MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t block = bytes_of(recvcounts[ci->rank], recvtype);
+    lock_stats();
+    add_call(fn, ticks, block);
+    out_to_all(ci, block);
+    unlock_stats();
+}
+
+void ist_rec_alltoall(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Datatype recvtype,
+                      MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t block = bytes_of(recvcount, recvtype);
+    lock_stats();
+    add_call(fn, ticks, block);
+    for (int i = 0; i < ci->size; i++)
+        if (i != ci->rank) add_traffic(IST_IN_COLL_MSGS, ci->world[i], block);
+    unlock_stats();
+}
+
+/* The v and w forms are recorded by the receiver: its receive counts are significant even
+ * when the send side is MPI_IN_PLACE. */
+static void record_alltoall_in(enum ist_fn fn, uint64_t ticks, const struct ist_comm_info *ci,
+                               const int recvcounts[], const MPI_Datatype recvtypes[],
+                               MPI_Datatype recvtype)
+{
+    uint64_t total = 0;
+    lock_stats();
+    for (int i = 0; i < ci->size; i++) {
+        uint64_t b = bytes_of(recvcounts[i], recvtypes ? recvtypes[i] : recvtype);
+        total += b;
+        if (i != ci->rank) add_traffic(IST_IN_COLL_MSGS, ci->world[i], b);
+    }
+    add_call(fn, ticks, total / (uint64_t)ci->size);
+    unlock_stats();
+}
+
+void ist_rec_alltoallv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
+                       MPI_Datatype recvtype, MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (ci) record_alltoall_in(fn, ticks, ci, recvcounts, NULL, recvtype);
+}
+
+void ist_rec_alltoallw(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
+                       const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (ci) record_alltoall_in(fn, ticks, ci, recvcounts, recvtypes, MPI_DATATYPE_NULL);
+}
+
+void ist_rec_reduce_scatter(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
+                            MPI_Datatype type, MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t total = 0;
+    lock_stats();
+    for (int i = 0; i < ci->size; i++) {
+        uint64_t b = bytes_of(recvcounts[i], type);
+        total += b;
+        if (i != ci->rank) add_traffic(IST_OUT_COLL_MSGS, ci->world[i], b);
+    }
+    add_call(fn, ticks, total);
+    unlock_stats();
+}
+
+void ist_rec_reduce_scatter_block(enum ist_fn fn, uint64_t ticks, int recvcount,
+                                  MPI_Datatype type, MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t block = bytes_of(recvcount, type);
+    lock_stats();
+    add_call(fn, ticks, block * (uint64_t)ci->size);
+    out_to_all(ci, block);
+    unlock_stats();
+}
+
+void ist_rec_scan(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, MPI_Comm comm)
+{
+    const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
+    if (!ci) return;
+    uint64_t bytes = bytes_of(count, type);
+    lock_stats();
+    add_call(fn, ticks, bytes);
+    for (int i = ci->rank + 1; i < ci->size; i++)
+        add_traffic(IST_OUT_COLL_MSGS, ci->world[i], bytes);
+    unlock_stats();
+}

@@ -1,0 +1,23 @@
+/* Every rank prints "ready" (rank 0) and sleeps argv[1] seconds inside MPI: for signal
+ * and timeout tests. Ranks sleep in short steps so that a signal ends them promptly. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    double seconds = argc > 1 ? atof(argv[1]) : 60;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("ready\n");
+        fflush(stdout);
+    }
+    struct timespec step = {0, 50 * 1000 * 1000};
+    for (double t = 0; t < seconds; t += 0.05) nanosleep(&step, NULL);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,74 @@
+"""Shared fixtures: paths, the test programs built for both MPIs, and running isthmus."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ISTHMUS = ROOT / "bin" / "isthmus"
+PLATFORMS = ROOT / "examples" / "platforms"
+TWO_CLUSTERS = PLATFORMS / "two-clusters.toml"
+APPS = ROOT / "tests" / "apps"
+MPIS = ("openmpi", "mpich")
+# (language, source, compiler wrapper, flags)
+LANGUAGES = {
+    "c": ("pattern.c", "mpicc", []),
+    "cxx": ("pattern.cpp", "mpicxx", []),
+    "fortran-mpif": ("pattern.F90", "mpif90", ["-fallow-argument-mismatch"]),
+    "fortran-mpi": ("pattern.F90", "mpif90", ["-DUSE_MPI"]),
+    "fortran-f08": ("pattern.F90", "mpif90", ["-DUSE_F08"]),
+}
+HELPERS = {"exitcode": "exitcode.c", "sleeper": "sleeper.c"}
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _compile(wrapper: str, mpi: str, flags: list[str], source: Path, out: Path) -> Path:
+    cmd = [f"{wrapper}.{mpi}", "-O1", *flags, "-o", str(out), str(source)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr}")
+    return out
+
+
+@pytest.fixture(scope="session")
+def apps(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
+    """Every test program built with each MPI's compiler wrappers, keyed (mpi, name)."""
+    out = tmp_path_factory.mktemp("apps")
+    jobs = []
+    for mpi in MPIS:
+        for lang, (src, wrapper, flags) in LANGUAGES.items():
+            jobs.append(((mpi, lang), wrapper, mpi, flags, APPS / src, out / f"{lang}-{mpi}"))
+        for name, src in HELPERS.items():
+            jobs.append(((mpi, name), "mpicc", mpi, [], APPS / src, out / f"{name}-{mpi}"))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        built = list(pool.map(lambda j: (j[0], _compile(*j[1:])), jobs))
+    return dict(built)
+
+
+@pytest.fixture
+def isthmus() -> Run:
+    """Run the CLI; returns the completed process (text output)."""
+
+    def run(
+        *args: str | Path,
+        timeout: float = 300,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(ISTHMUS), *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env or dict(os.environ),
+            cwd=cwd,
+        )
+
+    return run

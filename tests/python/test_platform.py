@@ -1,0 +1,133 @@
+"""Platform files: the examples load; every kind of bad file gets a one-line error that
+names the file and the key; --set overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import PLATFORMS, Run
+from isthmus import platform
+from isthmus.errors import UserError
+
+EXAMPLES = sorted(PLATFORMS.glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_examples_load(path: Path) -> None:
+    p = platform.load(path)
+    assert p.clusters
+
+
+def test_two_clusters_shape() -> None:
+    p = platform.load(PLATFORMS / "two-clusters.toml")
+    assert p.rank_blocks() == [("east", 2), ("west", 2)]
+    assert p.wan[("east", "west")].latency == pytest.approx(0.005)
+    assert p.wan[("west", "east")].bandwidth == pytest.approx(12.5e6)
+    assert p.emulated
+
+
+def test_required_examples() -> None:
+    das = platform.load(PLATFORMS / "das-4x2.toml")
+    assert len(das.clusters) == 4 and das.total_ranks == 8
+    assert {m.latency for m in das.wan.values()} == {0.01}
+    assert {m.bandwidth for m in das.wan.values()} == {1e6}
+    matsuda = platform.load(PLATFORMS / "matsuda-2x16.toml")
+    assert [c.hosts for c in matsuda.clusters] == [16, 16]
+    zipper = platform.load(PLATFORMS / "zipper.toml")
+    assert zipper.wan == {} and zipper.zippers[0].clusters == ("left", "right")
+    site = platform.load(PLATFORMS / "site-patterns.toml")
+    assert not site.emulated and site.clusters[0].host_patterns == ("alpha-*", "a[0-9]*")
+
+
+def test_set_overrides_every_wan_link() -> None:
+    p = platform.load(PLATFORMS / "das-4x2.toml", ["wan.latency=2ms", "clusters.ams.hosts=3"])
+    assert {m.latency for m in p.wan.values()} == {0.002}
+    assert p.cluster("ams").ranks == 3
+
+
+def test_explicit_link_overrides_default(tmp_path: Path) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text(GOOD + '[[wan.link]]\nfrom = "a"\nto = "b"\nlatency = "7ms"\n')
+    p = platform.load(f)
+    assert p.wan[("a", "b")].latency == pytest.approx(0.007)
+    assert p.wan[("b", "a")].latency == pytest.approx(0.001)
+    assert p.wan[("a", "b")].bandwidth == p.wan[("b", "a")].bandwidth  # inherited default
+    p2 = platform.load(f, ["wan.latency=3ms"])
+    assert {m.latency for m in p2.wan.values()} == {0.003}
+
+
+GOOD = """
+[clusters.a]
+hosts = 2
+[clusters.b]
+hosts = 2
+[wan]
+latency = "1ms"
+bandwidth = "1Gbit"
+"""
+
+BAD = [
+    ("not toml [", "not valid TOML"),
+    ("", "clusters: expected at least one"),
+    (GOOD.replace('latency = "1ms"', 'latency = "1 parsec"'), "wan.latency: unknown time unit"),
+    (
+        GOOD.replace('latency = "1ms"', "latency = 5"),
+        "wan.latency: expected a duration with a unit",
+    ),
+    (GOOD.replace('bandwidth = "1Gbit"', 'bandwidth = "fast"'), "wan.bandwidth: expected a rate"),
+    (GOOD.replace("hosts = 2", "hosts = 0", 1), "clusters.a.hosts: expected a whole number >= 1"),
+    (GOOD.replace("hosts = 2", 'hosts = "two"', 1), "clusters.a.hosts: expected a whole number"),
+    (
+        GOOD + "[layer]\ncollectives = 'magic'\n",
+        "layer.collectives: expected one of native, isthmus",
+    ),
+    (GOOD + "colour = 'blue'\n", "wan.colour: unknown key"),
+    (GOOD.replace("[wan]", "[wan]\nloss = 1.5"), "wan.loss: expected a number from 0 to 1"),
+    (GOOD.replace("[wan]", "[wan]\njitter_distribution = 'pareto'"), "wan.jitter_distribution"),
+    (GOOD.replace("[wan]\n", "[elsewhere]\n"), "elsewhere: unknown key"),
+    ("[clusters.a]\nhosts=1\n[clusters.b]\nhosts=1\n", "clusters 'a' and 'b' are not joined"),
+    (GOOD + '[[wan.link]]\nbetween = ["a", "c"]\n', "unknown cluster 'c'"),
+    (GOOD + '[[wan.link]]\nfrom = "a"\nto = "a"\n', "two different clusters"),
+    (GOOD + '[[wan.link]]\nlatency = "1ms"\n', "expected 'between = [A, B]'"),
+    (GOOD + '[zippers.z]\nclusters = ["a"]\n', "zippers.z.clusters: expected two or more"),
+    (GOOD + '[io]\ncluster = "nowhere"\n', "io.cluster: unknown cluster 'nowhere'"),
+    (GOOD.replace("[clusters.a]", "[clusters.'a b']"), "a cluster name is letters"),
+    (
+        GOOD.replace(
+            "[clusters.a]\nhosts = 2", "[clusters.a]\nhosts = 2\nlan = { emulate = 'yes' }"
+        ),
+        "clusters.a.lan.emulate: expected true or false",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD, ids=[m for _, m in BAD])
+def test_bad_platform(tmp_path: Path, isthmus: Run, text: str, message: str) -> None:
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(UserError, match=message.replace("[", r"\[")):
+        platform.load(f)
+    done = isthmus("platform", "check", f)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert str(f) in lines[0] and message in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_file_and_bad_set(isthmus: Run) -> None:
+    done = isthmus("platform", "check", "/nonexistent.toml")
+    assert done.returncode == 2 and "no such platform file" in done.stderr
+    done = isthmus("platform", "show", PLATFORMS / "two-clusters.toml", "--set", "wan.latency")
+    assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
+    done = isthmus("platform", "show", PLATFORMS / "two-clusters.toml", "--set", "wan.latency=soon")
+    assert done.returncode == 2 and "--set wan.latency=soon" in done.stderr
+
+
+def test_show_summarizes(isthmus: Run) -> None:
+    done = isthmus("platform", "show", PLATFORMS / "das-4x2.toml")
+    assert done.returncode == 0, done.stderr
+    for word in ("ams", "utrecht", "10ms", "8Mbit/s", "Wide-area links"):
+        assert word in done.stdout

@@ -1,0 +1,90 @@
+"""`isthmus profile show` and `plot` on a real profile; bad profile files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import TWO_CLUSTERS, Run
+
+
+@pytest.fixture(scope="module")
+def profile_file(
+    tmp_path_factory: pytest.TempPathFactory, apps: dict[tuple[str, str], Path]
+) -> Path:
+    import subprocess
+
+    from conftest import ISTHMUS
+
+    out = tmp_path_factory.mktemp("profile") / "p.json"
+    subprocess.run(
+        [
+            str(ISTHMUS),
+            "run",
+            "-p",
+            str(TWO_CLUSTERS),
+            "--profile",
+            str(out),
+            "--timeout",
+            "120s",
+            "--",
+            str(apps[("openmpi", "c")]),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def test_show_prints_every_table(isthmus: Run, profile_file: Path) -> None:
+    done = isthmus("profile", "show", profile_file)
+    assert done.returncode == 0, done.stderr
+    for title in (
+        "Time per rank",
+        "MPI functions",
+        "Calls per message size",
+        "Traffic inside clusters",
+        "Bytes between clusters",
+        "Busiest rank pairs",
+    ):
+        assert title in done.stdout
+    assert "MPI_Sendrecv" in done.stdout and "512B - <1KiB" in done.stdout
+
+
+def test_plot_writes_a_png(isthmus: Run, profile_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "matrix.png"
+    done = isthmus("profile", "plot", profile_file, "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out.stat().st_size > 10_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.png"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not JSON"),
+        ('{"schema": "other"}', "not an isthmus profile"),
+        ('{"schema": "isthmus-profile", "version": 99}', "profile version 99"),
+        ('{"schema": "isthmus-profile", "version": 1}', "incomplete profile"),
+    ],
+)
+def test_bad_profiles(isthmus: Run, tmp_path: Path, content: str, message: str) -> None:
+    f = tmp_path / "p.json"
+    f.write_text(content)
+    for action in (["show", f], ["plot", f, "-o", tmp_path / "x.png"]):
+        done = isthmus("profile", *action)
+        assert done.returncode == 2
+        assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_report_is_one_html_page(isthmus: Run, profile_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    done = isthmus("profile", "report", profile_file, "-o", out)
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "data:image/png;base64," in page
+    assert "MPI functions" in page and "Busiest rank pairs" in page
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]

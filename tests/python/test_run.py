@@ -1,0 +1,145 @@
+"""`isthmus run`: exit codes, signals, timeouts and launcher choice, with real launchers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ISTHMUS, MPIS, TWO_CLUSTERS, Run
+
+
+def _rank_processes(path: Path) -> list[str]:
+    out = subprocess.run(["pgrep", "-f", str(path)], capture_output=True, text=True).stdout
+    return out.split()
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_exit_status_of_a_failing_rank_is_returned(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    done = isthmus(
+        "run", "-p", TWO_CLUSTERS, "--timeout", "120s", "--", apps[(mpi, "exitcode")], "2", "3"
+    )
+    assert done.returncode == 3, (done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_success_returns_zero(isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str) -> None:
+    done = isthmus(
+        "run", "-p", TWO_CLUSTERS, "--timeout", "120s", "--", apps[(mpi, "exitcode")], "0", "0"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_the_job(
+    apps: dict[tuple[str, str], Path], mpi: str, sig: signal.Signals
+) -> None:
+    app = apps[(mpi, "sleeper")]
+    proc = subprocess.Popen(
+        [str(ISTHMUS), "run", "-p", str(TWO_CLUSTERS), "--", str(app), "120"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc != 0
+    deadline = time.monotonic() + 10
+    while _rank_processes(app) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _rank_processes(app) == []
+
+
+def test_timeout_stops_the_job(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
+    app = apps[("openmpi", "sleeper")]
+    started = time.monotonic()
+    done = isthmus("run", "-p", TWO_CLUSTERS, "--timeout", "3s", "--", app, "120")
+    assert done.returncode == 124
+    assert "exceeded --timeout 3s" in done.stderr
+    assert time.monotonic() - started < 30
+    assert _rank_processes(app) == []
+
+
+def test_mpi_mismatch_is_refused(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
+    done = isthmus("run", "-p", TWO_CLUSTERS, "--mpi", "mpich", "--", apps[("openmpi", "c")])
+    assert done.returncode == 2
+    assert "linked with Open MPI but --mpi mpich" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-n", "3"], "has 4 ranks"),
+        (["--timeout", "soon"], "--timeout"),
+        (["--profile", "/nonexistent/dir/p.json"], "does not exist"),
+        ([], "no application given"),
+    ],
+)
+def test_bad_run_arguments(
+    isthmus: Run, apps: dict[tuple[str, str], Path], args: list[str], message: str
+) -> None:
+    app = [] if message == "no application given" else ["--", str(apps[("openmpi", "c")])]
+    done = isthmus("run", "-p", TWO_CLUSTERS, *args, *app)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_program_fails_cleanly(isthmus: Run) -> None:
+    done = isthmus("run", "-p", TWO_CLUSTERS, "--timeout", "60s", "--", "/nonexistent/program")
+    assert done.returncode != 0
+    assert "cannot run '/nonexistent/program'" in done.stderr
+
+
+def test_runs_as_a_normal_user(apps: dict[tuple[str, str], Path]) -> None:
+    """The same run path works without root (the launcher gets no root-only flags)."""
+    if os.geteuid() != 0:
+        pytest.skip("already a normal user: the other tests cover it")
+    with tempfile.TemporaryDirectory(prefix="isthmus-user-") as d:
+        home = Path(d)
+        home.chmod(0o777)
+        app = home / "app"
+        shutil.copy(apps[("openmpi", "exitcode")], app)
+        app.chmod(0o755)
+        done = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                str(ISTHMUS),
+                "run",
+                "-p",
+                str(TWO_CLUSTERS),
+                "--timeout",
+                "120s",
+                "--",
+                str(app),
+                "0",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=home,
+            env={**os.environ, "HOME": str(home)},
+        )
+    assert done.returncode == 0, done.stderr
