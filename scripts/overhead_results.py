@@ -16,6 +16,11 @@ from pathlib import Path
 from isthmus.paths import git_revision
 
 TARGETS_NS = {"layer_on": 25.0, "layer_off": 3.0}
+BENCHES = {
+    "pingpong_8B_round_trip": "8-byte ping-pong round trip, 2 ranks",
+    "allreduce_8B": "8-byte Allreduce, 2 ranks",
+    "allreduce_8B_comm_self": "8-byte Allreduce on MPI_COMM_SELF",
+}
 
 
 def wrap(raw: Path, out: Path, command: str) -> None:
@@ -31,7 +36,7 @@ def wrap(raw: Path, out: Path, command: str) -> None:
         "targets_ns_per_call": TARGETS_NS,
     }
     out.write_text(json.dumps(data, indent=1) + "\n")
-    for bench in ("pingpong_8B_round_trip", "allreduce_8B"):
+    for bench in BENCHES:
         added = data[bench]["added_per_call"]
         print(
             f"{out.name}: {bench}: added per call (median, p10-p90 of paired differences): "
@@ -49,13 +54,9 @@ def plot(files: list[Path], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
-    benches = (
-        ("pingpong_8B_round_trip", "8-byte ping-pong round trip"),
-        ("allreduce_8B", "8-byte Allreduce, 2 ranks"),
-    )
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4), constrained_layout=True)
     modes = ("native", "layer_off", "layer_on")
-    for ax, (bench, title) in zip(axes, benches, strict=True):
+    for ax, (bench, title) in zip(axes, BENCHES.items(), strict=True):
         width = 0.25
         for i, f in enumerate(files):
             d = json.loads(f.read_text())

@@ -24,7 +24,7 @@ LANGUAGES = {
     "fortran-mpi": ("pattern.F90", "mpif90", ["-DUSE_MPI"]),
     "fortran-f08": ("pattern.F90", "mpif90", ["-DUSE_F08"]),
 }
-HELPERS = {"exitcode": "exitcode.c", "sleeper": "sleeper.c"}
+HELPERS = {"exitcode": "exitcode.c", "sleeper": "sleeper.c", "edge_cases": "edge_cases.c"}
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -119,3 +119,42 @@ def test_cluster_from_environment_overrides_blocks(
     assert profile["clusters"] == ["east", "west", "solo"]
     assert {r["cluster"] for r in profile["ranks"]} == {2}
     assert profile["traffic"]["p2p"]["inter"]["bytes"] == 0
+
+
+def test_cluster_from_host_patterns(
+    isthmus: Run, apps: dict[tuple[str, str], Path], tmp_path: Path
+) -> None:
+    """A real-site platform: ranks find their cluster by matching the host name."""
+    import socket
+
+    host = socket.gethostname()
+    plat = tmp_path / "site.toml"
+    plat.write_text(f"""
+[clusters.elsewhere]
+host_patterns = ["no-such-host-*"]
+[clusters.here]
+host_patterns = ["{host[:1]}*"]
+[wan]
+latency = "1ms"
+""")
+    out = tmp_path / "p.json"
+    done = isthmus(
+        "run",
+        "-p",
+        plat,
+        "-n",
+        "3",
+        "--profile",
+        out,
+        "--timeout",
+        "120s",
+        "--",
+        apps[("openmpi", "c")],
+    )
+    assert done.returncode == 0, done.stderr
+    profile = json.loads(out.read_text())
+    assert profile["nranks"] == 3
+    placed = {profile["clusters"][r["cluster"]] for r in profile["ranks"]}
+    assert placed == {"here"}
+    done = isthmus("run", "-p", plat, "--", apps[("openmpi", "c")])
+    assert done.returncode == 2 and "-n is needed" in done.stderr
