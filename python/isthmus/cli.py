@@ -130,19 +130,22 @@ def cmd_profile_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_profile_plot(args: argparse.Namespace) -> int:
-    out = Path(args.output)
+def _output(path: str) -> Path:
+    out = Path(path)
     if not out.parent.is_dir():
         raise UserError(f"-o {out}: the directory {out.parent} does not exist")
+    return out
+
+
+def cmd_profile_plot(args: argparse.Namespace) -> int:
+    out = _output(args.output)
     profile_mod.plot(profile_mod.load(args.file), out)
     print(f"wrote {out}")
     return 0
 
 
 def cmd_profile_report(args: argparse.Namespace) -> int:
-    out = Path(args.output)
-    if not out.parent.is_dir():
-        raise UserError(f"-o {out}: the directory {out.parent} does not exist")
+    out = _output(args.output)
     profile_mod.report(profile_mod.load(args.file), out)
     print(f"wrote {out}")
     return 0

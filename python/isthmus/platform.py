@@ -168,6 +168,15 @@ class _Reader:
             raise self.fail(f"{key}.{name}", f"expected one of {', '.join(choices)}, got {value!r}")
         return str(value)
 
+    def boolean(self, table: dict[str, Any], key: str, name: str, default: bool) -> bool:
+        value = table.get(name, default)
+        if not isinstance(value, bool):
+            raise self.fail(f"{key}.{name}", f"expected true or false, got {value!r}")
+        return value
+
+    def optional_link(self, table: dict[str, Any], key: str, name: str) -> LinkModel | None:
+        return self.link(table[name], f"{key}.{name}", LinkModel()) if name in table else None
+
     def string_list(self, table: dict[str, Any], key: str, name: str) -> tuple[str, ...]:
         value = table.get(name, [])
         if isinstance(value, str):
@@ -230,10 +239,8 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
         hosts = r.integer(t, key, "hosts", 0 if patterns else 1, 0 if patterns else 1)
         lan_raw = t.get("lan", {})
         lan = r.link(lan_raw, f"{key}.lan", LinkModel(), extra=("emulate",))
-        emulate = lan_raw.get("emulate", True) if isinstance(lan_raw, dict) else True
-        if not isinstance(emulate, bool):
-            raise r.fail(f"{key}.lan.emulate", f"expected true or false, got {emulate!r}")
-        uplink = r.link(t["uplink"], f"{key}.uplink", LinkModel()) if "uplink" in t else None
+        emulate = r.boolean(lan_raw, f"{key}.lan", "emulate", True)
+        uplink = r.optional_link(t, key, "uplink")
         clusters.append(
             Cluster(
                 cname,
@@ -290,7 +297,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
         joined = r.string_list(t, key, "clusters")
         if len(joined) < 2 or any(c not in names for c in joined):
             raise r.fail(f"{key}.clusters", f"expected two or more of: {', '.join(names)}")
-        zlink = r.link(t["link"], f"{key}.link", LinkModel()) if "link" in t else None
+        zlink = r.optional_link(t, key, "link")
         zippers.append(
             Zipper(
                 zname,
@@ -335,9 +342,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
         )
 
     lt = r.table(top.get("layer", {}), "layer", ("collectives", "wait", "profile"))
-    profile = lt.get("profile", False)
-    if not isinstance(profile, bool):
-        raise r.fail("layer.profile", f"expected true or false, got {profile!r}")
+    profile = r.boolean(lt, "layer", "profile", False)
     layer = LayerSettings(
         collectives=r.choice(lt, "layer", "collectives", "native", COLLECTIVES_MODES),
         wait=r.choice(lt, "layer", "wait", "auto", WAIT_MODES),

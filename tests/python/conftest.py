@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +74,26 @@ def isthmus() -> Run:
         )
 
     return run
+
+
+def profile_run(app: Path, out: Path, platform: Path = TWO_CLUSTERS) -> dict[str, Any]:
+    """Run app under isthmus with profiling into out; return the profile."""
+    done = subprocess.run(
+        [
+            str(ISTHMUS),
+            "run",
+            "-p",
+            str(platform),
+            "--profile",
+            str(out),
+            "--timeout",
+            "120s",
+            "--",
+            str(app),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result

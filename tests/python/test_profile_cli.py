@@ -6,34 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TWO_CLUSTERS, Run
+from conftest import Run, profile_run
 
 
 @pytest.fixture(scope="module")
 def profile_file(
     tmp_path_factory: pytest.TempPathFactory, apps: dict[tuple[str, str], Path]
 ) -> Path:
-    import subprocess
-
-    from conftest import ISTHMUS
-
     out = tmp_path_factory.mktemp("profile") / "p.json"
-    subprocess.run(
-        [
-            str(ISTHMUS),
-            "run",
-            "-p",
-            str(TWO_CLUSTERS),
-            "--profile",
-            str(out),
-            "--timeout",
-            "120s",
-            "--",
-            str(apps[("openmpi", "c")]),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    profile_run(apps[("openmpi", "c")], out)
     return out
 
 

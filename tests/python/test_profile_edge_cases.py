@@ -3,14 +3,13 @@ MPI_PROC_NULL, MPI_IN_PLACE, v forms, intercommunicators, probes, nonblocking co
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import MPIS, TWO_CLUSTERS
+from conftest import MPIS, profile_run
 
 N = 4
 
@@ -21,31 +20,8 @@ def profile(
     apps: dict[tuple[str, str], Path],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
-    import subprocess
-
-    from conftest import ISTHMUS
-
     out = tmp_path_factory.mktemp("edge") / "p.json"
-    done = subprocess.run(
-        [
-            str(ISTHMUS),
-            "run",
-            "-p",
-            str(TWO_CLUSTERS),
-            "--profile",
-            str(out),
-            "--timeout",
-            "120s",
-            "--",
-            str(apps[(request.param, "edge_cases")]),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "edge_cases: done" in done.stdout
-    result: dict[str, Any] = json.loads(out.read_text())
-    return result
+    return profile_run(apps[(request.param, "edge_cases")], out)
 
 
 def calls(p: dict[str, Any]) -> Counter[tuple[int, str, int]]:
