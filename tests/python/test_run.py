@@ -31,6 +31,24 @@ def test_exit_status_of_a_failing_rank_is_returned(
 
 
 @pytest.mark.parametrize("mpi", MPIS)
+def test_rank_killed_by_a_signal_gives_128_plus_signal(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    done = isthmus(
+        "run",
+        "-p",
+        TWO_CLUSTERS,
+        "--timeout",
+        "120s",
+        "--",
+        apps[(mpi, "exitcode")],
+        "1",
+        str(-signal.SIGSEGV),
+    )
+    assert done.returncode == 128 + signal.SIGSEGV, (done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
 def test_success_returns_zero(isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str) -> None:
     done = isthmus(
         "run", "-p", TWO_CLUSTERS, "--timeout", "120s", "--", apps[(mpi, "exitcode")], "0", "0"
