@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_packages=(
-  openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran g++ cmake make pkg-config
+  openmpi-bin libopenmpi-dev mpich libmpich-dev libucx-dev gfortran g++ cmake make pkg-config
   python3 python3-venv python3-mpi4py python3-numpy iproute2
 )
 [ "${1:-}" = demo ] && apt_packages+=(lammps)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -10,7 +11,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__
+from . import __version__, net
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
@@ -121,6 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides=tuple(args.set),
         profile=Path(args.profile) if args.profile else None,
         timeout=timeout,
+        net=args.net,
+        emulate=not args.no_emulation,
     )
     return run(req)
 
@@ -148,6 +151,104 @@ def cmd_profile_report(args: argparse.Namespace) -> int:
     out = _output(args.output)
     profile_mod.report(profile_mod.load(args.file), out)
     print(f"wrote {out}")
+    return 0
+
+
+def cmd_net_up(args: argparse.Namespace) -> int:
+    p = platform_mod.load(args.platform, args.set)
+    st = net.up(p, args.name, args.set, mtu=args.mtu)
+    print(
+        f"network {st.name} is up: {len(st.hosts)} namespaces (ist-{st.name}-*), "
+        f"{len(st.links)} links, router pid {st.router_pid}"
+    )
+    return 0
+
+
+def cmd_net_down(args: argparse.Namespace) -> int:
+    removed = net.down(args.name)
+    print(
+        f"network {args.name}: "
+        + (f"removed {len(removed)} items" if removed else "nothing to remove")
+    )
+    return 0
+
+
+def cmd_net_status(args: argparse.Namespace) -> int:
+    data = net.stats(args.name)
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return 0
+    console = Console(width=max(Console().width, 130))
+    links = Table(title=f"Network {args.name}: links (up {data['uptime_s']:.0f} s)")
+    for col in (
+        "link",
+        "latency",
+        "rate",
+        "jitter",
+        "loss",
+        "queue",
+        "packets",
+        "bytes",
+        "queue drops",
+        "losses",
+        "backlog",
+        "max backlog",
+    ):
+        links.add_column(col, justify="left" if col == "link" else "right")
+    for lk in data["links"]:
+        links.add_row(
+            lk["name"],
+            format_duration(lk["latency_ns"] * 1e-9),
+            format_rate(lk["rate"]) if lk["rate"] else "unlimited",
+            format_duration(lk["jitter_ns"] * 1e-9),
+            f"{lk['loss']:g}",
+            format_size(lk["queue"]),
+            str(lk["packets"]),
+            format_size(lk["bytes"]),
+            str(lk["queue_drops"]),
+            str(lk["losses"]),
+            format_size(lk["backlog"]),
+            format_size(lk["max_backlog"]),
+        )
+    console.print(links)
+    hosts = Table(title="Hosts")
+    for col in (
+        "namespace",
+        "address",
+        "sent packets",
+        "sent bytes",
+        "received packets",
+        "received bytes",
+        "unroutable",
+    ):
+        hosts.add_column(col, justify="left" if col in ("namespace", "address") else "right")
+    for h in data["hosts"]:
+        hosts.add_row(
+            h["netns"],
+            h["address"],
+            str(h["rx_packets"]),
+            format_size(h["rx_bytes"]),
+            str(h["tx_packets"]),
+            format_size(h["tx_bytes"]),
+            str(h["unroutable"]),
+        )
+    console.print(hosts)
+    return 0
+
+
+def cmd_net_set(args: argparse.Namespace) -> int:
+    settings = {}
+    for item in args.settings:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"net set: expected key=value, got {item!r} (e.g. latency=2ms)")
+        settings[key] = value
+    if not settings:
+        raise UserError(
+            "net set: give at least one key=value (e.g. latency=2ms bandwidth=10Mbit/s)"
+        )
+    changed = net.set_link(args.name, args.link, settings)
+    print(f"set {' '.join(args.settings)} on {', '.join(changed)}")
     return 0
 
 
@@ -198,10 +299,41 @@ def build_parser() -> Parser:
     )
     rp.add_argument("--profile", metavar="OUT.json", help="profile the run into this file")
     rp.add_argument(
-        "--timeout", metavar="DURATION", help="stop the run after this long (e.g. 10m, 30s)"
+        "--timeout", metavar="DURATION", help="stop the run after this long (e.g. 10min, 30s)"
+    )
+    rp.add_argument(
+        "--net", metavar="NAME", help="use this emulated network if it is up (default: one per run)"
+    )
+    rp.add_argument(
+        "--no-emulation",
+        action="store_true",
+        help="run on the machine's own transports, without the emulated network",
     )
     rp.add_argument("app", nargs=argparse.REMAINDER, help="the application and its arguments")
     rp.set_defaults(func=cmd_run)
+
+    netp = sub.add_parser("net", help="the emulated network: namespaces and the router")
+    nsub = netp.add_subparsers(dest="action", required=True, parser_class=Parser)
+    sp = nsub.add_parser("up", help="create the platform's emulated network")
+    sp.add_argument("-p", "--platform", required=True)
+    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sp.add_argument("--mtu", type=int, default=net.DEFAULT_MTU, help="MTU of the emulated devices")
+    sp.set_defaults(func=cmd_net_up)
+    sp = nsub.add_parser("down", help="remove a network (idempotent, also after a crash)")
+    sp.set_defaults(func=cmd_net_down)
+    sp = nsub.add_parser("status", help="links, parameters and live counters")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_net_status)
+    sp = nsub.add_parser(
+        "set",
+        help="change links while traffic flows",
+        usage="isthmus net set LINK key=value... (LINK: a name or glob, e.g. 'wan:*')",
+    )
+    sp.add_argument("link")
+    sp.add_argument("settings", nargs="*", metavar="key=value")
+    sp.set_defaults(func=cmd_net_set)
+    for sp in nsub.choices.values():
+        sp.add_argument("--name", default=net.DEFAULT_NAME, help="network name (default: isthmus)")
 
     prof = sub.add_parser("profile", help="read a profile written by a run")
     prsub = prof.add_subparsers(dest="action", required=True, parser_class=Parser)

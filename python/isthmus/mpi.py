@@ -34,6 +34,27 @@ class MpiImplementation:
         return [self.launcher, "-n", str(nranks), *argv]
 
 
+def emulation_environment(impl: MpiImplementation) -> dict[str, str]:
+    """What makes every byte of an implementation cross the emulated network: TCP only, on
+    the emulated device, shared memory off (the ranks share one kernel, so an MPI would
+    otherwise see them as one host), and the launcher reachable from other namespaces."""
+    if impl.name == "openmpi":
+        return {
+            "OMPI_MCA_pml": "ob1",
+            "OMPI_MCA_btl": "tcp,self",
+            "OMPI_MCA_btl_tcp_if_include": "ist0",
+            "OMPI_MCA_oob_tcp_if_include": "ist0",
+            # PMIx server of mpirun: listen for remote clients, on the emulated device.
+            "PMIX_MCA_ptl_tcp_remote_connections": "1",
+            "PMIX_MCA_ptl_tcp_if_include": "ist0",
+        }
+    return {
+        "UCX_TLS": "tcp,self",  # UCX's shared memory ignores namespaces
+        "UCX_NET_DEVICES": "ist0",
+        "MPIR_CVAR_NOLOCAL": "1",
+    }
+
+
 IMPLEMENTATIONS = {
     "openmpi": MpiImplementation("openmpi", "Open MPI", "mpirun.openmpi", "libmpi.so.40"),
     "mpich": MpiImplementation("mpich", "MPICH", "mpiexec.mpich", "libmpich.so.12"),

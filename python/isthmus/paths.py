@@ -30,6 +30,14 @@ def exec_wrapper() -> Path:
     return _built(build_dir() / "bin" / "isthmus-exec")
 
 
+def router() -> Path:
+    return _built(build_dir() / "bin" / "isthmus-router")
+
+
+def probe() -> Path:
+    return _built(build_dir() / "bin" / "isthmus-probe")
+
+
 def program(mpi: str, name: str) -> Path:
     """A benchmark program built for one MPI implementation."""
     return _built(build_dir() / "bin" / mpi / name)

@@ -208,6 +208,12 @@ class _Reader:
         )
 
 
+def parse_link(values: dict[str, Any], source: str) -> LinkModel:
+    """Link settings given outside a platform file (such as `isthmus net set`), with the
+    platform's keys, units and checks; keys not given keep their defaults."""
+    return _Reader(source).link(values, "link", LinkModel())
+
+
 def _name_ok(name: str) -> bool:
     return bool(name) and len(name) <= 32 and name.replace("-", "").replace("_", "").isalnum()
 

@@ -6,8 +6,11 @@ told the platform's clusters (block mapping of world ranks, or host-name pattern
 real site). The application's exit status comes back as ours; SIGINT, SIGTERM and SIGHUP
 are passed on to the launcher, which stops the ranks.
 
-Network emulation (issue 3) slots in here: bring the platform's network up for the run,
-and give isthmus-exec the namespace of each rank's host.
+On an emulated platform the run uses the network named by --net when it is up, and
+otherwise brings one up for the run and down after it. The launcher runs in the control
+host's namespace; isthmus-exec moves each rank into its host's namespace (block mapping:
+the ranks of a host are consecutive); the MPI is told to use TCP on the emulated device
+only. If the router dies, the run is stopped within a second (exit code 125).
 """
 
 from __future__ import annotations
@@ -21,18 +24,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import __version__, mpi, paths
+from . import __version__, mpi, net, paths
 from .errors import UserError
 from .platform import Platform
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_TIMEOUT = 124  # as timeout(1)
+EXIT_NETWORK_FAILED = 125
 KILL_GRACE_SECONDS = 5.0
 
 
@@ -45,6 +50,8 @@ class RunRequest:
     overrides: tuple[str, ...] = ()
     profile: Path | None = None
     timeout: float | None = None
+    net: str | None = None  # an emulated network that is already up
+    emulate: bool = True
 
 
 def rank_count(platform: Platform, requested: int | None) -> int:
@@ -99,8 +106,26 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def launch(cmd: list[str], env: dict[str, str], timeout: float | None) -> tuple[int, bool]:
-    """Run the launcher in its own process group; return (exit code, timed out)."""
+def rank_namespaces(platform: Platform, netname: str) -> list[str]:
+    """The namespace of every world rank's host, in rank order."""
+    out = []
+    for c in platform.clusters:
+        for h in range(c.hosts):
+            out += [net.netns_name(netname, f"{c.name}{h}")] * c.ranks_per_host
+    for z in platform.zippers:
+        for h in range(z.hosts):
+            out += [net.netns_name(netname, f"{z.name}{h}")] * z.ranks_per_host
+    return out
+
+
+def launch(
+    cmd: list[str],
+    env: dict[str, str],
+    timeout: float | None,
+    alive: Callable[[], bool] | None = None,
+) -> tuple[int, str | None]:
+    """Run the launcher in its own process group; return (exit code, why it was stopped:
+    None, "timeout" or "network")."""
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
 
     def forward(signum: int, frame: FrameType | None) -> None:
@@ -108,20 +133,28 @@ def launch(cmd: list[str], env: dict[str, str], timeout: float | None) -> tuple[
             proc.send_signal(signum)
 
     previous = {s: signal.signal(s, forward) for s in FORWARDED_SIGNALS}
-    timed_out = False
+    stopped: str | None = None
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _stop(proc)
+        while proc.poll() is None:
+            try:
+                proc.wait(0.5)
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    stopped = "timeout"
+                elif alive is not None and not alive():
+                    stopped = "network"
+                if stopped:
+                    _stop(proc)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
     rc = proc.returncode
-    if timed_out:
-        return EXIT_TIMEOUT, True
-    return (128 - rc if rc < 0 else rc), False
+    if stopped == "timeout":
+        return EXIT_TIMEOUT, stopped
+    if stopped == "network":
+        return EXIT_NETWORK_FAILED, stopped
+    return (128 - rc if rc < 0 else rc), None
 
 
 def first_failure(status_dir: Path) -> int | None:
@@ -169,19 +202,48 @@ def run(req: RunRequest) -> int:
             "timings include time spent waiting for one",
             file=sys.stderr,
         )
-    with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
-        layer_env = layer_environment(req.platform, impl, profile)
-        layer_env["ISTHMUS_STATUS_DIR"] = status_dir
-        env = {**os.environ, **layer_env}
-        cmd = impl.launch_command(nranks, sorted(layer_env), [str(paths.exec_wrapper()), *req.app])
-        started = time.monotonic()
-        rc, timed_out = launch(cmd, env, req.timeout)
-        wall = time.monotonic() - started
-        if rc != 0 and not timed_out:
-            rc = first_failure(Path(status_dir)) or rc
-    if timed_out:
+    emulate = req.emulate and req.platform.emulated
+    netname = req.net or f"run{os.getpid()}"
+    own_network = emulate and not (req.net and net.is_up(req.net))
+    if req.net and not own_network and emulate:
+        st = net.load_state(req.net)
+        if st is None or len(st.hosts) != len(net.plan(req.platform).hosts):
+            raise UserError(f"--net {req.net}: that network was made for another platform")
+    if own_network and os.geteuid() != 0:
+        raise UserError(f"emulating {req.platform.name} needs root (namespaces, TUN devices): run "
+                        "as root, or add --no-emulation to run on the machine's own network")
+    try:
+        if own_network:
+            net.up(req.platform, netname, list(req.overrides))
+        with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
+            layer_env = layer_environment(req.platform, impl, profile)
+            layer_env["ISTHMUS_STATUS_DIR"] = status_dir
+            prefix: list[str] = []
+            alive = None
+            if emulate:
+                layer_env["ISTHMUS_NETNS"] = ",".join(rank_namespaces(req.platform, netname))
+                layer_env.update(mpi.emulation_environment(impl))
+                prefix = ["ip", "netns", "exec", net.netns_name(netname, net.CONTROL_HOST)]
+                alive = lambda: net.is_up(netname)  # noqa: E731
+            env = {**os.environ, **layer_env}
+            argv = [str(paths.exec_wrapper()), *req.app]
+            cmd = prefix + impl.launch_command(nranks, sorted(layer_env), argv)
+            started = time.monotonic()
+            rc, stopped = launch(cmd, env, req.timeout, alive)
+            wall = time.monotonic() - started
+            if rc != 0 and stopped is None:
+                rc = first_failure(Path(status_dir)) or rc
+    finally:
+        if own_network:
+            net.down(netname)
+    if stopped == "timeout":
         print(
             f"isthmus: the run exceeded --timeout {req.timeout:g}s and was stopped", file=sys.stderr
+        )
+    elif stopped == "network":
+        print(
+            f"isthmus: the router of network {netname} died during the run; the run was stopped",
+            file=sys.stderr,
         )
 
     if profile is not None:

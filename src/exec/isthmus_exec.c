@@ -10,9 +10,14 @@
  * ("exit CODE NS" or "signal SIG NS", NS a CLOCK_MONOTONIC time). Launchers report the
  * job's status differently (MPICH's Hydra returns the signal it killed the other ranks
  * with), so `isthmus run` takes the earliest failure from these files instead. The
- * program gets SIGKILL if isthmus-exec dies, so a rank never outlives it. Under
- * emulation it will first enter the rank's host network namespace. */
+ * program gets SIGKILL if isthmus-exec dies, so a rank never outlives it.
+ *
+ * Under emulation $ISTHMUS_NETNS lists the network namespace of every world rank's host,
+ * comma-separated, and isthmus-exec first moves into its rank's (needs CAP_SYS_ADMIN). */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +58,38 @@ static const char *rank_id(void)
         if (v && *v) return v;
     }
     return "unknown";
+}
+
+/* Enter the namespace listed for this rank in ISTHMUS_NETNS; 0 on success. */
+static int enter_namespace(const char *list)
+{
+    const char *rank = rank_id();
+    char *end;
+    long r = strtol(rank, &end, 10);
+    if (*end || r < 0) {
+        fprintf(stderr, "isthmus-exec: no rank number from the launcher (OMPI_COMM_WORLD_RANK, PMI_RANK)\n");
+        return -1;
+    }
+    const char *p = list;
+    for (long i = 0; i < r && p; i++) {
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    if (!p || !*p) {
+        fprintf(stderr, "isthmus-exec: rank %ld has no namespace in ISTHMUS_NETNS\n", r);
+        return -1;
+    }
+    char path[512];
+    size_t len = strcspn(p, ",");
+    snprintf(path, sizeof path, "/var/run/netns/%.*s", (int)(len < 400 ? len : 400), p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+        fprintf(stderr, "isthmus-exec: cannot enter %s: %s\n", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
 }
 
 static void write_status(const char *dir, int wstatus)
@@ -117,6 +154,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: isthmus-exec PROGRAM [ARGS...]\n");
         return 2;
     }
+    const char *netns = getenv("ISTHMUS_NETNS");
+    if (netns && *netns && enter_namespace(netns) != 0) return 127;
     const char *lib = getenv("ISTHMUS_PRELOAD");
     if (lib && *lib) {
         if (prepend_preload(lib) != 0) {

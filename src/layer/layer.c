@@ -53,6 +53,7 @@ void ist_layer_finalize(void)
 {
     if (!initialized || finalized) return;
     finalized = 1;
+    ist_mpich_finalize_begin();
     uint64_t app_ticks = ist_ticks() - app_start_ticks;
     ist_profiling = 0;
     if (profile_path) {

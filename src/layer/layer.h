@@ -29,6 +29,13 @@ void ist_layer_init(int provided_thread_level);
 void ist_layer_finalize(void);
 void ist_layer_pcontrol(int level);
 
+/* MPICH only (mpich_finalize.c): keep UCX progressing while MPI_Finalize waits on PMI. */
+#ifdef MPICH_VERSION
+void ist_mpich_finalize_begin(void);
+#else
+static inline void ist_mpich_finalize_begin(void) {}
+#endif
+
 /* Recorders: one per kind of call in mpi_functions.txt. 'ticks' is the time in the call. */
 void ist_rec_none(enum ist_fn fn, uint64_t ticks);
 void ist_rec_size(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type);

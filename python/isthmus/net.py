@@ -1,0 +1,448 @@
+"""The emulated network: a namespace per emulated host, joined by isthmus-router.
+
+`plan` turns a platform into hosts (namespace, address), links (one per direction, with
+their model) and routes (the links a packet crosses from one host to another); `up`
+creates the namespaces, starts the router with that plan and configures the addresses;
+`down` removes everything, also after a crash, and is idempotent. docs/net.md describes
+the addressing and the paths.
+
+Addresses come from 198.18.0.0/15, the range RFC 2544 reserves for benchmarking network
+devices, and exist only inside the namespaces made here: no namespace has a route to
+anything else, and there is no NAT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .errors import UserError
+from .platform import LinkModel, Platform, parse_link
+
+NETWORK = "198.18.0.0/15"
+PREFIX_LEN = 15
+STATE_ROOT = Path(os.environ.get("ISTHMUS_STATE_DIR", "/run/isthmus"))
+NETNS_DIR = Path("/var/run/netns")
+DEVICE = "ist0"
+DEFAULT_MTU = 65000
+DEFAULT_NAME = "isthmus"
+CONTROL_HOST = "ctl"
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,19}")
+MAX_PER_OCTET = 254
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str  # "east0", "gate0", or "ctl" (where the launcher runs)
+    cluster: str | None  # None for the control host
+    address: str
+    ranks: int
+    zipper: bool = False
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str  # "lan:east0", "wan:east->west", "up:east", "down:west", "zip:gate0"
+    model: LinkModel
+
+
+@dataclass
+class NetworkPlan:
+    hosts: list[Host]
+    links: list[Link]
+    routes: dict[tuple[int, int], list[int]]  # (src host, dst host) -> link indices
+
+    def host_index(self, name: str) -> int:
+        return next(i for i, h in enumerate(self.hosts) if h.name == name)
+
+
+def netns_name(net: str, host: str) -> str:
+    return f"ist-{net}-{host}"
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.fullmatch(name):
+        raise UserError(f"network name {name!r}: expected 1-20 lowercase letters, digits or '-'")
+    return name
+
+
+def plan(platform: Platform) -> NetworkPlan:
+    """Hosts, links and routes of a platform's emulated network."""
+    if not platform.emulated:
+        raise UserError(
+            f"{platform.path}: clusters place ranks by host pattern (a real site): "
+            "there is nothing to emulate"
+        )
+    if len(platform.clusters) + len(platform.zippers) > MAX_PER_OCTET:
+        raise UserError(
+            f"{platform.path}: {len(platform.clusters)} clusters and zippers exhaust "
+            f"the address range {NETWORK} (at most {MAX_PER_OCTET})"
+        )
+    hosts = [Host(CONTROL_HOST, None, "198.18.0.1", 0)]
+    for c, cluster in enumerate(platform.clusters, 1):
+        if cluster.hosts > MAX_PER_OCTET:
+            raise UserError(
+                f"{platform.path}: clusters.{cluster.name}.hosts = {cluster.hosts} "
+                f"exhausts the addresses of a cluster (at most {MAX_PER_OCTET})"
+            )
+        hosts += [
+            Host(f"{cluster.name}{i}", cluster.name, f"198.18.{c}.{i + 1}", cluster.ranks_per_host)
+            for i in range(cluster.hosts)
+        ]
+    for z, zipper in enumerate(platform.zippers, len(platform.clusters) + 1):
+        if zipper.hosts > MAX_PER_OCTET:
+            raise UserError(f"{platform.path}: zippers.{zipper.name}.hosts exhausts its addresses")
+        hosts += [
+            Host(
+                f"{zipper.name}{i}",
+                zipper.name,
+                f"198.18.{z}.{i + 1}",
+                zipper.ranks_per_host,
+                zipper=True,
+            )
+            for i in range(zipper.hosts)
+        ]
+
+    links: list[Link] = []
+    index: dict[str, int] = {}
+
+    def link(name: str, model: LinkModel) -> int:
+        index[name] = len(links)
+        links.append(Link(name, model))
+        return index[name]
+
+    clusters = {c.name: c for c in platform.clusters}
+    zippers = {z.name: z for z in platform.zippers}
+    port: dict[str, int | None] = {}  # the link into each host, None when not emulated
+    for h in hosts[1:]:
+        if h.zipper:
+            zl = zippers[h.cluster or ""].link
+            port[h.name] = link(f"zip:{h.name}", zl) if zl else None
+        else:
+            cl = clusters[h.cluster or ""]
+            port[h.name] = link(f"lan:{h.name}", cl.lan) if cl.lan_emulated else None
+    for (src, dst), model in platform.wan.items():
+        link(f"wan:{src}->{dst}", model)
+    for cl in platform.clusters:
+        if cl.uplink:
+            link(f"up:{cl.name}", cl.uplink)
+            link(f"down:{cl.name}", cl.uplink)
+
+    routes: dict[tuple[int, int], list[int]] = {}
+    for i, a in enumerate(hosts):
+        for j, b in enumerate(hosts):
+            if i == j:
+                continue
+            if CONTROL_HOST in (a.name, b.name):
+                routes[(i, j)] = []  # launcher traffic is not emulated
+                continue
+            into_b = [p] if (p := port[b.name]) is not None else []
+            if a.cluster == b.cluster or a.zipper or b.zipper:
+                joined = a.cluster == b.cluster or _zipper_joins(zippers, a, b)
+                if joined:
+                    routes[(i, j)] = into_b
+                continue
+            wan = index.get(f"wan:{a.cluster}->{b.cluster}")
+            if wan is None:
+                continue  # disjoint networks: only zipper hosts reach across
+            path = []
+            if f"up:{a.cluster}" in index:
+                path.append(index[f"up:{a.cluster}"])
+            path.append(wan)
+            if f"down:{b.cluster}" in index:
+                path.append(index[f"down:{b.cluster}"])
+            routes[(i, j)] = path + into_b
+    return NetworkPlan(hosts, links, routes)
+
+
+def _zipper_joins(zippers: dict[str, Any], a: Host, b: Host) -> bool:
+    """A zipper host reaches the hosts of every cluster it joins (and other zippers)."""
+    if a.zipper and b.zipper:
+        return True
+    z, other = (a, b) if a.zipper else (b, a)
+    return other.cluster in zippers[z.cluster or ""].clusters
+
+
+def router_config(p: NetworkPlan, net: str, control: Path, spin_ns: int) -> str:
+    lines = [
+        "# isthmus-router configuration, written by `isthmus net up`",
+        f"control {control}",
+        f"spin_ns {spin_ns}",
+    ]
+    for i, h in enumerate(p.hosts):
+        lines.append(f"host {i} {netns_name(net, h.name)} {h.address}")
+    for i, lk in enumerate(p.links):
+        lines.append(f"link {i} {lk.name} {link_settings(lk.model)} reorder=0 seed={i + 1}")
+    for (s, d), hops in sorted(p.routes.items()):
+        lines.append(f"route {s} {d} {','.join(map(str, hops)) or '-'}")
+    return "\n".join(lines) + "\n"
+
+
+# The router's name for each platform link key.
+ROUTER_KEYS = {
+    "latency": "latency_ns",
+    "bandwidth": "rate",
+    "jitter": "jitter_ns",
+    "jitter_distribution": "dist",
+    "queue": "queue",
+    "loss": "loss",
+    "loss_burst": "loss_burst",
+}
+
+
+def link_settings(m: LinkModel, only: Iterable[str] = ROUTER_KEYS) -> str:
+    """A link model as the router's key=value settings (all keys, or those in `only`)."""
+    values = {
+        "latency": round(m.latency * 1e9),
+        "bandwidth": f"{m.bandwidth or 0:.1f}",
+        "jitter": round(m.jitter * 1e9),
+        "jitter_distribution": m.jitter_distribution,
+        "queue": m.queue,
+        "loss": f"{m.loss:.9g}",
+        "loss_burst": f"{m.loss_burst:.9g}",
+    }
+    return " ".join(f"{ROUTER_KEYS[k]}={values[k]}" for k in only)
+
+
+# ---------------------------------------------------------------------------------------
+# Bringing a network up and down
+
+
+@dataclass
+class NetworkState:
+    name: str
+    platform: str
+    overrides: list[str]
+    mtu: int
+    router_pid: int
+    control: str
+    hosts: list[dict[str, Any]] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+
+def state_dir(name: str) -> Path:
+    return STATE_ROOT / name
+
+
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise UserError(f"ip {' '.join(args)}: {done.stderr.strip() or 'failed'}")
+
+
+def _quiet_ipv6(ns: str) -> None:
+    """IPv6 off in our namespaces: the router carries IPv4 only, and the kernel's IPv6
+    router solicitations would only show up as unroutable packets."""
+    subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-q",
+            "-w",
+            "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1",
+        ],
+        capture_output=True,
+    )
+
+
+def _existing_namespaces(name: str) -> list[str]:
+    prefix = f"ist-{name}-"
+    if not NETNS_DIR.is_dir():
+        return []
+    return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(prefix))
+
+
+def require_privileges() -> None:
+    if os.geteuid() != 0:
+        raise UserError(
+            "the emulated network needs root (namespaces, TUN devices): run as root; "
+            "docs/net.md says what rootless operation needs"
+        )
+    if not os.access("/dev/net/tun", os.R_OK | os.W_OK):
+        raise UserError("/dev/net/tun is missing or not accessible: TUN support is needed")
+
+
+def load_state(name: str) -> NetworkState | None:
+    try:
+        data = json.loads((state_dir(name) / "state.json").read_text())
+        return NetworkState(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def is_up(name: str) -> bool:
+    st = load_state(name)
+    return st is not None and _router_alive(st)
+
+
+def _router_alive(st: NetworkState) -> bool:
+    try:
+        cmdline = Path(f"/proc/{st.router_pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"isthmus-router" in cmdline
+
+
+def up(
+    platform: Platform,
+    name: str = DEFAULT_NAME,
+    overrides: list[str] | None = None,
+    mtu: int = DEFAULT_MTU,
+    spin_ns: int = 200_000,
+) -> NetworkState:
+    """Create the namespaces, start the router, configure the addresses."""
+    check_name(name)
+    require_privileges()
+    if not 1280 <= mtu <= 65535:
+        raise UserError(f"--mtu {mtu}: expected 1280 to 65535")
+    p = plan(platform)
+    clash = _existing_namespaces(name)
+    if clash or state_dir(name).exists():
+        raise UserError(
+            f"a network named {name!r} is already up ({len(clash)} namespaces): "
+            f"use it, or 'isthmus net down --name {name}' first"
+        )
+    d = state_dir(name)
+    try:
+        d.mkdir(parents=True, mode=0o700)
+        for h in p.hosts:
+            _ip("netns", "add", netns_name(name, h.name))
+            _ip("-n", netns_name(name, h.name), "link", "set", "lo", "up")
+            _quiet_ipv6(netns_name(name, h.name))
+        control = d / "router.sock"
+        conf = d / "router.conf"
+        conf.write_text(router_config(p, name, control, spin_ns))
+        pid = _start_router(conf, d / "router.log")
+        for h in p.hosts:
+            ns = netns_name(name, h.name)
+            _ip("-n", ns, "addr", "add", f"{h.address}/{PREFIX_LEN}", "dev", DEVICE)
+            _ip("-n", ns, "link", "set", DEVICE, "mtu", str(mtu), "up")
+        st = NetworkState(
+            name,
+            str(platform.path),
+            list(overrides or []),
+            mtu,
+            pid,
+            str(control),
+            [asdict(h) | {"netns": netns_name(name, h.name)} for h in p.hosts],
+            [lk.name for lk in p.links],
+        )
+        tmp = d / "state.json.tmp"
+        tmp.write_text(json.dumps(asdict(st), indent=1))
+        tmp.replace(d / "state.json")
+        return st
+    except BaseException:
+        down(name)
+        raise
+
+
+def _start_router(conf: Path, log: Path) -> int:
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [str(paths.router()), str(conf)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,
+        )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 10.0)
+    line = proc.stdout.readline().decode().strip() if ready else ""
+    if line != "ready":
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+        reason = log.read_text().strip().splitlines()
+        raise UserError(f"the router did not start: {reason[-1] if reason else 'no message'}")
+    proc.stdout.close()
+    return proc.pid
+
+
+def down(name: str = DEFAULT_NAME) -> list[str]:
+    """Remove the network: router, namespaces, state. Idempotent; returns what it removed."""
+    check_name(name)
+    removed = []
+    st = load_state(name)
+    if st is not None and _router_alive(st):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(st.router_pid, signal.SIGTERM)
+        for _ in range(50):
+            if not _router_alive(st):
+                break
+            time.sleep(0.05)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(st.router_pid, signal.SIGKILL)
+        removed.append(f"router (pid {st.router_pid})")
+    for ns in _existing_namespaces(name):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        removed.append(ns)
+    d = state_dir(name)
+    if d.exists():
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
+    return removed
+
+
+def control(name: str, command: str, timeout: float = 5.0) -> str:
+    """Send one command to the router's control socket; return its reply."""
+    st = load_state(name)
+    if st is None or not _router_alive(st):
+        raise UserError(
+            f"no network named {name!r} is up (isthmus net up -p PLATFORM --name {name})"
+        )
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(st.control)
+            s.sendall(command.encode() + b"\n")
+            chunks = []
+            while chunk := s.recv(65536):
+                chunks.append(chunk)
+        except OSError as e:
+            raise UserError(f"the router of {name!r} does not answer: {e}") from None
+    return b"".join(chunks).decode()
+
+
+def stats(name: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(control(name, "stats"))
+    return result
+
+
+def set_link(name: str, link: str, settings: dict[str, str]) -> list[str]:
+    """Change links whose name matches `link` (a name, or a glob such as 'wan:*');
+    settings use the platform's keys and units (latency=2ms, bandwidth=10Mbit/s ...)."""
+    st = load_state(name)
+    if st is None:
+        raise UserError(f"no network named {name!r} is up")
+    names = [n for n in st.links if fnmatch.fnmatchcase(n, link)]
+    if not names:
+        raise UserError(f"no link matches {link!r} (links: {', '.join(st.links)})")
+    unknown = [k for k in settings if k not in ROUTER_KEYS]
+    if unknown:
+        raise UserError(
+            f"net set: unknown key {unknown[0]!r} (expected one of: {', '.join(ROUTER_KEYS)})"
+        )
+    router_settings = link_settings(parse_link(settings, "net set"), settings.keys())
+    for n in names:
+        reply = control(name, f"set {n} {router_settings}").strip()
+        if reply != "ok":
+            raise UserError(f"link {n}: {reply}")
+    return names

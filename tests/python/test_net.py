@@ -1,0 +1,289 @@
+"""The emulated network with real namespaces and the real router: life cycle, isolation,
+link parameters, faults, and MPI runs whose bytes cross it. Every network has a unique
+name and is removed even when a test fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ISTHMUS, MPIS, PLATFORMS, TWO_CLUSTERS, Run
+from isthmus import net, platform
+from isthmus.errors import UserError
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
+PROBE = Path(__file__).resolve().parents[2] / "build" / "bin" / "isthmus-probe"
+_counter = iter(range(10**6))
+
+
+def unique_name() -> str:
+    return f"t{os.getpid() % 100000}-{next(_counter)}"
+
+
+@contextmanager
+def network(path: Path = TWO_CLUSTERS, *overrides: str) -> Iterator[str]:
+    name = unique_name()
+    try:
+        net.up(platform.load(path, overrides), name)
+        yield name
+    finally:
+        net.down(name)
+        assert not [n for n in os.listdir("/var/run/netns") if n.startswith(f"ist-{name}-")]
+
+
+@contextmanager
+def probe_server(name: str, host: str, seconds: int = 30) -> Iterator[None]:
+    proc = subprocess.Popen(
+        [
+            "ip",
+            "netns",
+            "exec",
+            net.netns_name(name, host),
+            str(PROBE),
+            "serve",
+            "--seconds",
+            str(seconds),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "serving"
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def probe(name: str, host: str, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        ["ip", "netns", "exec", net.netns_name(name, host), str(PROBE), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_up_status_down(isthmus: Run) -> None:
+    with network() as name:
+        st = net.load_state(name)
+        assert st is not None
+        assert [h["name"] for h in st.hosts] == ["ctl", "east0", "east1", "west0", "west1"]
+        assert stat.S_IMODE(os.stat(st.control).st_mode) == 0o600
+        done = isthmus("net", "status", "--name", name, "--json")
+        assert done.returncode == 0, done.stderr
+        links = {lk["name"]: lk for lk in json.loads(done.stdout)["links"]}
+        assert links["wan:east->west"]["latency_ns"] == 5_000_000
+        assert links["wan:east->west"]["rate"] == pytest.approx(12.5e6)
+        assert links["lan:west1"]["latency_ns"] == 25_000
+        done = isthmus("net", "status", "--name", name)
+        assert "wan:west->east" in done.stdout and "ist-" + name + "-east0" in done.stdout
+        again = isthmus("net", "up", "-p", TWO_CLUSTERS, "--name", name)
+        assert again.returncode == 2 and "already up" in again.stderr
+    done = isthmus("net", "down", "--name", name)
+    assert done.returncode == 0 and "nothing to remove" in done.stdout
+
+
+def test_no_route_to_any_real_network() -> None:
+    with network() as name:
+        for host in ("ctl", "east0", "west1"):
+            ns = net.netns_name(name, host)
+            routes = subprocess.run(
+                ["ip", "-n", ns, "-4", "route", "show"], capture_output=True, text=True, check=True
+            ).stdout.splitlines()
+            assert len(routes) == 1 and routes[0].startswith("198.18.0.0/15 dev ist0"), routes
+            assert "default" not in " ".join(routes)
+            # Route lookups only (no packet is sent): anything outside the range is unreachable.
+            for outside in ("192.0.2.1", "10.0.0.1", "127.0.0.53"):
+                look = subprocess.run(
+                    ["ip", "-n", ns, "route", "get", outside], capture_output=True, text=True
+                )
+                if outside.startswith("127."):
+                    assert "dev lo" in look.stdout  # the namespace's own loopback
+                else:
+                    assert look.returncode != 0 and "unreachable" in look.stderr
+            links = subprocess.run(
+                ["ip", "-n", ns, "-o", "link"], capture_output=True, text=True, check=True
+            ).stdout
+            assert sorted(line.split(": ")[1].split("@")[0] for line in links.splitlines()) == [
+                "ist0",
+                "lo",
+            ]
+
+
+def test_rtt_follows_latency_and_net_set(isthmus: Run) -> None:
+    with network() as name, probe_server(name, "west0"):
+        r = probe(name, "east0", "rtt", "198.18.2.1", "--udp", "--count", "40")
+        # 2 x (5 ms WAN + 25 us LAN port); the zero-delay path adds tens of microseconds.
+        assert 10.05e3 <= r["median_us"] <= 10.05e3 + 600, r
+        done = isthmus("net", "set", "--name", name, "wan:*", "latency=1ms")
+        assert done.returncode == 0, done.stderr
+        r = probe(name, "east0", "rtt", "198.18.2.1", "--udp", "--count", "40")
+        assert 2.05e3 <= r["median_us"] <= 2.05e3 + 600, r
+        r = probe(name, "west1", "rtt", "198.18.2.1", "--count", "40")  # inside the cluster, TCP
+        assert 50 <= r["median_us"] <= 1000, r
+
+
+def test_net_set_rejects_bad_input(isthmus: Run) -> None:
+    with network() as name:
+        for args, message in (
+            (["nosuch:*", "latency=1ms"], "no link matches"),
+            (["wan:*", "latency=soon"], "expected a duration"),
+            (["wan:*", "colour=red"], "unknown key"),
+            (["wan:*"], "at least one key=value"),
+        ):
+            done = isthmus("net", "set", "--name", name, *args)
+            assert done.returncode == 2 and message in done.stderr, done.stderr
+            assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_router_killed_then_down_cleans(isthmus: Run) -> None:
+    with network() as name:
+        st = net.load_state(name)
+        assert st is not None
+        os.kill(st.router_pid, signal.SIGKILL)
+        time.sleep(0.3)
+        done = isthmus("net", "status", "--name", name)
+        assert done.returncode == 2 and "no network named" in done.stderr
+        done = isthmus("net", "down", "--name", name)
+        assert done.returncode == 0
+        assert net.load_state(name) is None
+
+
+def test_disjoint_clusters_reach_only_the_zipper() -> None:
+    with network(PLATFORMS / "zipper.toml") as name, probe_server(name, "gate0"):
+        with probe_server(name, "right0"):
+            r = probe(name, "left0", "rtt", "198.18.2.1", "--udp", "--count", "2")
+            assert r["count"] == 0 and r["lost"] == 2  # left and right have no route
+        r = probe(name, "left0", "rtt", "198.18.3.1", "--udp", "--count", "10")
+        assert r["count"] == 10
+        r = probe(name, "right1", "rtt", "198.18.3.1", "--udp", "--count", "10")
+        assert r["count"] == 10
+
+
+def test_bad_network_requests(isthmus: Run, tmp_path: Path) -> None:
+    big = tmp_path / "big.toml"
+    big.write_text("[clusters.a]\nhosts = 300\n")
+    with pytest.raises(UserError, match="exhausts the addresses"):
+        net.plan(platform.load(big))
+    with pytest.raises(UserError, match="a real site"):
+        net.plan(platform.load(PLATFORMS / "site-patterns.toml"))
+    done = isthmus("net", "up", "-p", TWO_CLUSTERS, "--name", "Bad_Name")
+    assert done.returncode == 2 and "network name 'Bad_Name'" in done.stderr
+    done = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            str(ISTHMUS),
+            "net",
+            "up",
+            "-p",
+            str(TWO_CLUSTERS),
+            "--name",
+            unique_name(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "needs root" in done.stderr
+
+
+def test_name_clash_with_existing_namespace(isthmus: Run) -> None:
+    name = unique_name()
+    subprocess.run(["ip", "netns", "add", f"ist-{name}-east0"], check=True)
+    try:
+        done = isthmus("net", "up", "-p", TWO_CLUSTERS, "--name", name)
+        assert done.returncode == 2 and "already up" in done.stderr
+    finally:
+        subprocess.run(["ip", "netns", "del", f"ist-{name}-east0"], check=True)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_mpi_traffic_crosses_the_router(
+    isthmus: Run, apps: dict[tuple[str, str], Path], tmp_path: Path, mpi: str
+) -> None:
+    with network() as name:
+        out = tmp_path / "p.json"
+        done = isthmus(
+            "run",
+            "-p",
+            TWO_CLUSTERS,
+            "--net",
+            name,
+            "--profile",
+            out,
+            "--timeout",
+            "120s",
+            "--",
+            apps[(mpi, "c")],
+        )
+        assert done.returncode == 0, done.stderr
+        profile = json.loads(out.read_text())
+        links = {lk["name"]: lk for lk in net.stats(name)["links"]}
+        wan = links["wan:east->west"]["bytes"] + links["wan:west->east"]["bytes"]
+        inter_payload = profile["traffic"]["p2p"]["inter"]["bytes"]
+        # Every inter-cluster payload byte crossed the WAN links, plus headers and control.
+        assert wan >= inter_payload
+        assert wan < 3 * (inter_payload + profile["traffic"]["coll"]["inter"]["bytes"]) + 200_000
+        for h in ("east0", "east1", "west0", "west1"):
+            assert links[f"lan:{h}"]["bytes"] > 0
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_run_makes_and_removes_its_own_network(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    before = set(os.listdir("/var/run/netns"))
+    done = isthmus("run", "-p", TWO_CLUSTERS, "--timeout", "120s", "--", apps[(mpi, "c")])
+    assert done.returncode == 0, done.stderr
+    assert set(os.listdir("/var/run/netns")) == before
+
+
+def test_router_death_stops_the_run(apps: dict[tuple[str, str], Path]) -> None:
+    with network() as name:
+        proc = subprocess.Popen(
+            [
+                str(ISTHMUS),
+                "run",
+                "-p",
+                str(TWO_CLUSTERS),
+                "--net",
+                name,
+                "--",
+                str(apps[("openmpi", "sleeper")]),
+                "120",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            st = net.load_state(name)
+            assert st is not None
+            os.kill(st.router_pid, signal.SIGKILL)
+            started = time.monotonic()
+            rc = proc.wait(timeout=30)
+            assert time.monotonic() - started < 10
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert rc == 125
+        assert proc.stderr is not None and "router of network" in proc.stderr.read()
