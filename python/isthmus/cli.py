@@ -252,6 +252,30 @@ def cmd_net_set(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_net_selftest(args: argparse.Namespace) -> int:
+    from . import net_selftest
+
+    console = Console(stderr=True)
+    result = net_selftest.measure(
+        quick=args.quick, progress=lambda s: console.print(f"[dim]{s}[/dim]")
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    table = Table(title="isthmus net selftest: measured against targets")
+    for col in ("check", "measured", "unit", "target", "result"):
+        table.add_column(col, justify="right" if col == "measured" else "left")
+    for c in result["checks"]:
+        table.add_row(
+            c["name"],
+            f"{c['measured']:.4g}",
+            c["unit"],
+            c["target"],
+            "[green]ok[/green]" if c["ok"] else "[red]MISSED[/red]",
+        )
+    Console().print(table)
+    return 0 if result["passed"] else 1
+
+
 def build_parser() -> Parser:
     ap = Parser(
         prog="isthmus",
@@ -334,6 +358,10 @@ def build_parser() -> Parser:
     sp.set_defaults(func=cmd_net_set)
     for sp in nsub.choices.values():
         sp.add_argument("--name", default=net.DEFAULT_NAME, help="network name (default: isthmus)")
+    sp = nsub.add_parser("selftest", help="measure a fresh emulated network against its targets")
+    sp.add_argument("--json", metavar="OUT.json", help="also write every figure to this file")
+    sp.add_argument("--quick", action="store_true", help="fewer delays, rates and samples")
+    sp.set_defaults(func=cmd_net_selftest)
 
     prof = sub.add_parser("profile", help="read a profile written by a run")
     prsub = prof.add_subparsers(dest="action", required=True, parser_class=Parser)

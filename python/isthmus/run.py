@@ -210,8 +210,10 @@ def run(req: RunRequest) -> int:
         if st is None or len(st.hosts) != len(net.plan(req.platform).hosts):
             raise UserError(f"--net {req.net}: that network was made for another platform")
     if own_network and os.geteuid() != 0:
-        raise UserError(f"emulating {req.platform.name} needs root (namespaces, TUN devices): run "
-                        "as root, or add --no-emulation to run on the machine's own network")
+        raise UserError(
+            f"emulating {req.platform.name} needs root (namespaces, TUN devices): run "
+            "as root, or add --no-emulation to run on the machine's own network"
+        )
     try:
         if own_network:
             net.up(req.platform, netname, list(req.overrides))

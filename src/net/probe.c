@@ -1,12 +1,12 @@
 /* isthmus-probe: measures the emulated network from inside its namespaces.
  *
  *   isthmus-probe serve [--port P] [--seconds S]     TCP echo and sink, UDP echo; exits after S s
- *   isthmus-probe rtt HOST [--udp] [--size B] [--count N] [--port P]
+ *   isthmus-probe rtt HOST [--udp] [--size B] [--count N] [--port P] [--timeout-ms T]
  *   isthmus-probe stream HOST [--seconds S] [--buffer BYTES] [--port P]
  *
  * rtt: N ping-pongs of B bytes (TCP_NODELAY, or UDP datagrams with a 1 s timeout each),
  *      after 10 unmeasured ones; prints JSON with min, median, p90 and mean in us, and the
- *      UDP losses.
+ *      UDP losses (a datagram not back within T ms, default 1000, is lost).
  * stream: TCP bulk transfer for S seconds with send and receive buffers of BYTES (0: the
  *      kernel's autotuning); the server reports the bytes it received and the time between
  *      its first and last byte; prints JSON with goodput in bit/s.
@@ -171,7 +171,7 @@ static int connect_to(const char *host, int port, char mode, int buffer)
     return fd;
 }
 
-static int rtt(const char *host, int port, int udp, int size, int count)
+static int rtt(const char *host, int port, int udp, int size, int count, int timeout_ms)
 {
     char *buf = calloc(1, (size_t)size);
     double *samples = calloc((size_t)count, sizeof(double));
@@ -181,7 +181,7 @@ static int rtt(const char *host, int port, int udp, int size, int count)
     if (udp) {
         fd = socket(AF_INET, SOCK_DGRAM, 0);
         connect(fd, (struct sockaddr *)&sa, sizeof sa);
-        struct timeval tv = {1, 0};
+        struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     } else {
         fd = connect_to(host, port, 'E', 0);
@@ -190,7 +190,16 @@ static int rtt(const char *host, int port, int udp, int size, int count)
         double t0 = now_s();
         int ok;
         if (udp) {
-            ok = send(fd, buf, (size_t)size, 0) == size && recv(fd, buf, (size_t)size, 0) == size;
+            /* Each datagram carries its sequence number, so a late echo of a lost one is not
+             * taken for the current one. */
+            int32_t seq = i, back = 0;
+            if (size >= 4) memcpy(buf, &seq, 4);
+            ok = send(fd, buf, (size_t)size, 0) == size;
+            while (ok) {
+                ok = recv(fd, buf, (size_t)size, 0) == size;
+                if (size >= 4 && ok) memcpy(&back, buf, 4);
+                if (!ok || size < 4 || back == seq) break;
+            }
         } else {
             ok = write_full(fd, buf, (size_t)size) == 0 && read_full(fd, buf, (size_t)size) == 0;
             if (!ok) {
@@ -256,7 +265,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1], *host = NULL;
-    int port = 5201, udp = 0, size = 64, count = 1000, buffer = 0;
+    int port = 5201, udp = 0, size = 64, count = 1000, buffer = 0, timeout_ms = 1000;
     double seconds = 5;
     int i = 2;
     if (strcmp(cmd, "serve") != 0) {
@@ -274,6 +283,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--count") == 0 && v) count = atoi(argv[++i]);
         else if (strcmp(a, "--seconds") == 0 && v) seconds = atof(argv[++i]);
         else if (strcmp(a, "--buffer") == 0 && v) buffer = atoi(argv[++i]);
+        else if (strcmp(a, "--timeout-ms") == 0 && v) timeout_ms = atoi(argv[++i]);
         else {
             fprintf(stderr, "isthmus-probe: unknown option '%s'\n", a);
             return 2;
@@ -284,7 +294,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(cmd, "serve") == 0) return serve(port, seconds);
-    if (strcmp(cmd, "rtt") == 0) return rtt(host, port, udp, size, count);
+    if (strcmp(cmd, "rtt") == 0) return rtt(host, port, udp, size, count, timeout_ms < 1 ? 1 : timeout_ms);
     if (strcmp(cmd, "stream") == 0) return stream(host, port, seconds, buffer);
     fprintf(stderr, "isthmus-probe: unknown command '%s' (serve, rtt, stream)\n", cmd);
     return 2;
