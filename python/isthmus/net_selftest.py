@@ -169,9 +169,9 @@ def measure(
             gp = default["goodput_bps"]
             checks.append(
                 Check(
-                    "goodput, no delay, no rate (MTU %d)" % net.DEFAULT_MTU,
+                    f"goodput, no delay, no rate (MTU {net.DEFAULT_MTU})",
                     gp / 1e9,
-                    ">= 4 and >= veth/3 (%.2f)" % (veth_gp / 3e9),
+                    f">= 4 and >= veth/3 ({veth_gp / 3e9:.2f})",
                     gp >= 4e9 and gp >= veth_gp / 3,
                     "Gbit/s",
                     {"veth_gbps": veth_gp / 1e9, "best_mtu": best["mtu"]},
