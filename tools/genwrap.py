@@ -12,6 +12,11 @@ Writes, into the output directory:
 Each wrapper has the same shape: when profiling is off, or when it is entered from inside
 another wrapper (MPICH's Fortran entries call the C MPI_X), it only forwards; otherwise
 it times the call and hands the arguments named in the list to a recording helper.
+
+A blocking C function also gets a sleeping form for oversubscribed runs (sleep_wait.c):
+when its nonblocking twin MPI_IX takes the same arguments plus a request (or a request in
+place of the status), the form starts MPI_IX and waits by testing and sleeping; the
+functions in HAND_SLEEP have hand-written forms. ist_sleep_wait selects them at run time.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from pathlib import Path
 
 # Functions that layer.c writes by hand but that still get a slot in the function table.
 HAND_WRITTEN = [("init", "MPI_Init"), ("init", "MPI_Init_thread"), ("init", "MPI_Finalize")]
+
+# Blocking functions whose sleeping form is written by hand in sleep_wait.c.
+HAND_SLEEP = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Probe", "MPI_Sendrecv"}
 
 # How a Fortran wrapper turns a by-reference argument into the C value a recorder takes.
 F2C_HANDLE = {
@@ -149,16 +157,50 @@ const char *const ist_fn_group[IST_FN_COUNT] = {{
 """
 
 
-def gen_c_wrapper(f: Function) -> str:
+def nonblocking_twin(f: Function, by_name: dict[str, Function]) -> Function | None:
+    """MPI_IX when it takes f's arguments plus a request, or a request instead of f's status."""
+    twin = by_name.get("MPI_I" + f.name[4].lower() + f.name[5:])
+    if twin is None or twin.params[-1].base != "MPI_Request":
+        return None
+    same = [(p.ctype, p.name) for p in twin.params[:-1]]
+    if same == [(p.ctype, p.name) for p in f.params]:
+        return twin
+    if f.params[-1].base == "MPI_Status" and same == [(p.ctype, p.name) for p in f.params[:-1]]:
+        return twin
+    return None
+
+
+def gen_sleep_form(f: Function, twin: Function) -> str:
+    decl = ", ".join(p.c_decl() for p in f.params)
+    args = ", ".join(p.name for p in twin.params[:-1])
+    status = "status" if f.params[-1].base == "MPI_Status" else "MPI_STATUS_IGNORE"
+    return f"""
+static int ist_sleepwait_{f.name[4:]}({decl})
+{{
+    MPI_Request ist_req;
+    const int ist_rc = PMPI_{twin.name[4:]}({args}, &ist_req);
+    if (ist_rc != MPI_SUCCESS) return ist_rc;
+    return ist_sleep_until_done(&ist_req, {status});
+}}
+"""
+
+
+def gen_c_wrapper(f: Function, by_name: dict[str, Function]) -> str:
     decl = ", ".join(p.c_decl() for p in f.params)
     call = f"PMPI_{f.name[4:]}({f.arg_names()})"
+    sleep_form = ""
+    twin = nonblocking_twin(f, by_name)
+    if twin is not None or f.name in HAND_SLEEP:
+        if twin is not None:
+            sleep_form = gen_sleep_form(f, twin)
+        call = f"(ist_sleep_wait ? ist_sleepwait_{f.name[4:]}({f.arg_names()}) : {call})"
     status = ""
     if uses_status(f):
         status = (
             "    MPI_Status ist_status;\n"
             "    if (status == MPI_STATUS_IGNORE) status = &ist_status;\n"
         )
-    return f"""
+    return f"""{sleep_form}
 int {f.name}({decl})
 {{
     if (IST_PASS_THROUGH()) return {call};
@@ -265,12 +307,13 @@ def main() -> None:
     ap.add_argument("outdir", type=Path)
     args = ap.parse_args()
     functions = parse_list(args.list)
+    by_name = {f.name: f for f in functions}
     out: Path = args.outdir
     out.mkdir(parents=True, exist_ok=True)
     files = {
         "functions.h": gen_functions_h(functions),
         "functions.c": gen_functions_c(functions),
-        "wrappers_c.c": PREAMBLE + "".join(gen_c_wrapper(f) for f in functions),
+        "wrappers_c.c": PREAMBLE + "".join(gen_c_wrapper(f, by_name) for f in functions),
         "wrappers_fortran.c": PREAMBLE + "".join(gen_fortran_wrapper(f) for f in functions),
     }
     for name, text in files.items():

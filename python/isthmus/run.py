@@ -106,6 +106,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+def wait_mode(platform: Platform, impl: mpi.MpiImplementation, nranks: int, cores: int) -> str:
+    """spin or sleep: layer.wait; auto sleeps when MPICH's ranks outnumber the cores. MPICH
+    busy-polls (an 8-rank Allreduce on 2 cores: 24 ms spinning, 1.1 ms sleeping); Open MPI
+    already yields when oversubscribed and is faster left alone (results/net/wait-mode.json)."""
+    if platform.layer.wait != "auto":
+        return platform.layer.wait
+    return "sleep" if impl.name == "mpich" and nranks > cores else "spin"
+
+
 def rank_namespaces(platform: Platform, netname: str) -> list[str]:
     """The namespace of every world rank's host, in rank order."""
     out = []
@@ -220,6 +229,7 @@ def run(req: RunRequest) -> int:
         with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
             layer_env = layer_environment(req.platform, impl, profile)
             layer_env["ISTHMUS_STATUS_DIR"] = status_dir
+            layer_env["ISTHMUS_WAIT"] = wait_mode(req.platform, impl, nranks, cores)
             prefix: list[str] = []
             alive = None
             if emulate:

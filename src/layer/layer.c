@@ -3,7 +3,8 @@
  *
  * Settings come from the environment (written by `isthmus run`, or by hand):
  *   ISTHMUS_PROFILE=path   record, and write the merged profile to path at MPI_Finalize;
- *   ISTHMUS_CLUSTER*       the cluster of each rank (topology.h).
+ *   ISTHMUS_CLUSTER*       the cluster of each rank (topology.h);
+ *   ISTHMUS_WAIT=sleep     blocking calls test and sleep instead of spinning (sleep_wait.c).
  * MPI_Pcontrol(0) pauses recording and MPI_Pcontrol(1) resumes it, as in mpiP. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ void ist_layer_init(int provided)
 {
     if (initialized) return;
     initialized = 1;
+    ist_sleep_wait_init();
     run_start = ist_clock_now();
     PMPI_Comm_dup(MPI_COMM_WORLD, &layer_comm);
     ist_topology_init(layer_comm);

@@ -29,6 +29,20 @@ void ist_layer_init(int provided_thread_level);
 void ist_layer_finalize(void);
 void ist_layer_pcontrol(int level);
 
+/* The waiting mode for oversubscribed runs (sleep_wait.c). */
+extern int ist_sleep_wait;
+void ist_sleep_wait_init(void);
+int ist_sleep_until_done(MPI_Request *request, MPI_Status *status);
+int ist_sleepwait_Wait(MPI_Request *request, MPI_Status *status);
+int ist_sleepwait_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int ist_sleepwait_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int ist_sleepwait_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                           MPI_Status statuses[]);
+int ist_sleepwait_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int ist_sleepwait_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                           int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                           int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+
 /* MPICH only (mpich_finalize.c): keep UCX progressing while MPI_Finalize waits on PMI. */
 #ifdef MPICH_VERSION
 void ist_mpich_finalize_begin(void);

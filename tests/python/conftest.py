@@ -76,14 +76,17 @@ def isthmus() -> Run:
     return run
 
 
-def profile_run(app: Path, out: Path, platform: Path = TWO_CLUSTERS) -> dict[str, Any]:
-    """Run app under isthmus with profiling into out; return the profile."""
+def profile_run(
+    app: Path, out: Path, platform: Path = TWO_CLUSTERS, *options: str
+) -> dict[str, Any]:
+    """Run app under isthmus (with extra run options) profiling into out; return the profile."""
     done = subprocess.run(
         [
             str(ISTHMUS),
             "run",
             "-p",
             str(platform),
+            *options,
             "--profile",
             str(out),
             "--timeout",

@@ -1,5 +1,6 @@
-"""The profile of tests/apps/edge_cases.c under both MPIs: paused regions, derived types,
-MPI_PROC_NULL, MPI_IN_PLACE, v forms, intercommunicators, probes, nonblocking collectives."""
+"""The profile of tests/apps/edge_cases.c under both MPIs and both waiting modes: paused
+regions, derived types, MPI_PROC_NULL, MPI_IN_PLACE, v forms, intercommunicators, probes,
+nonblocking collectives."""
 
 from __future__ import annotations
 
@@ -9,19 +10,24 @@ from typing import Any
 
 import pytest
 
-from conftest import MPIS, profile_run
+from conftest import MPIS, TWO_CLUSTERS, profile_run
 
 N = 4
 
 
-@pytest.fixture(scope="module", params=MPIS)
+@pytest.fixture(
+    scope="module",
+    params=[(m, w) for m in MPIS for w in ("spin", "sleep")],
+    ids=lambda p: f"{p[0]}-{p[1]}",
+)
 def profile(
     request: pytest.FixtureRequest,
     apps: dict[tuple[str, str], Path],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
+    mpi, wait = request.param
     out = tmp_path_factory.mktemp("edge") / "p.json"
-    return profile_run(apps[(request.param, "edge_cases")], out)
+    return profile_run(apps[(mpi, "edge_cases")], out, TWO_CLUSTERS, "--set", f"layer.wait={wait}")
 
 
 def calls(p: dict[str, Any]) -> Counter[tuple[int, str, int]]:

@@ -1,0 +1,96 @@
+/* The waiting mode for oversubscribed runs (ISTHMUS_WAIT=sleep).
+ *
+ * MPICH busy-polls in blocking calls. With more ranks than cores, a waiting rank then
+ * takes the core from the rank it waits for: an 8-rank Allreduce on 2 cores took about
+ * 19 ms. In this mode a blocking call starts its nonblocking form and waits by testing:
+ * IST_SPIN_TESTS tests back to back (a message that is about to arrive costs no sleep),
+ * then sleeps between tests, from IST_SLEEP_MIN_NS doubling up to IST_SLEEP_MAX_NS. The
+ * cap bounds the delay a sleep adds to a message that arrives meanwhile. The generated
+ * wrappers use these forms when ist_sleep_wait is set (isthmus run sets it when the
+ * ranks outnumber the cores, or as the platform's layer.wait says). */
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "layer.h"
+
+#define IST_SPIN_TESTS 50
+#define IST_SLEEP_MIN_NS 5000
+#define IST_SLEEP_MAX_NS 100000
+
+int ist_sleep_wait;
+
+void ist_sleep_wait_init(void)
+{
+    const char *mode = getenv("ISTHMUS_WAIT");
+    ist_sleep_wait = mode && strcmp(mode, "sleep") == 0;
+    /* Sleeps of a few microseconds would otherwise last at least the default 50 us slack. */
+    if (ist_sleep_wait) prctl(PR_SET_TIMERSLACK, 1000UL);
+}
+
+/* Test with `test` until it reports completion, sleeping between tests as described. */
+#define SLEEP_UNTIL(test_call, flag)                                                      \
+    do {                                                                                  \
+        long ist_pause = IST_SLEEP_MIN_NS;                                                \
+        for (int ist_i = 0;; ist_i++) {                                                   \
+            int ist_rc = (test_call);                                                     \
+            if (ist_rc != MPI_SUCCESS || (flag)) return ist_rc;                           \
+            if (ist_i >= IST_SPIN_TESTS) {                                                \
+                struct timespec ist_ts = {0, ist_pause};                                  \
+                nanosleep(&ist_ts, NULL);                                                 \
+                if (ist_pause < IST_SLEEP_MAX_NS) ist_pause *= 2;                         \
+            }                                                                             \
+        }                                                                                 \
+    } while (0)
+
+int ist_sleep_until_done(MPI_Request *request, MPI_Status *status)
+{
+    int done = 0;
+    SLEEP_UNTIL(PMPI_Test(request, &done, status), done);
+}
+
+int ist_sleepwait_Wait(MPI_Request *request, MPI_Status *status)
+{
+    return ist_sleep_until_done(request, status);
+}
+
+int ist_sleepwait_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    int done = 0;
+    SLEEP_UNTIL(PMPI_Testall(count, requests, &done, statuses), done);
+}
+
+int ist_sleepwait_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    int done = 0;
+    SLEEP_UNTIL(PMPI_Testany(count, requests, index, &done, status), done);
+}
+
+int ist_sleepwait_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                           MPI_Status statuses[])
+{
+    SLEEP_UNTIL(PMPI_Testsome(incount, requests, outcount, indices, statuses), *outcount != 0);
+}
+
+int ist_sleepwait_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    int found = 0;
+    SLEEP_UNTIL(PMPI_Iprobe(source, tag, comm, &found, status), found);
+}
+
+int ist_sleepwait_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                           int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                           int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Request req[2];
+    MPI_Status st[2];
+    int rc = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &req[0]);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &req[1]);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = ist_sleepwait_Waitall(2, req, st);
+    if (status != MPI_STATUS_IGNORE) *status = st[0];
+    return rc;
+}
