@@ -440,7 +440,14 @@ def set_link(name: str, link: str, settings: dict[str, str]) -> list[str]:
         raise UserError(
             f"net set: unknown key {unknown[0]!r} (expected one of: {', '.join(ROUTER_KEYS)})"
         )
-    router_settings = link_settings(parse_link(settings, "net set"), settings.keys())
+    values: dict[str, Any] = dict(settings)
+    for key in ("loss", "loss_burst"):  # numbers on the command line arrive as text
+        if key in values:
+            try:
+                values[key] = float(values[key])
+            except ValueError:
+                raise UserError(f"net set {key}={values[key]}: expected a number") from None
+    router_settings = link_settings(parse_link(values, "net set"), settings.keys())
     for n in names:
         reply = control(name, f"set {n} {router_settings}").strip()
         if reply != "ok":

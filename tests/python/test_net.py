@@ -287,3 +287,19 @@ def test_router_death_stops_the_run(apps: dict[tuple[str, str], Path]) -> None:
                 proc.wait()
         assert rc == 125
         assert proc.stderr is not None and "router of network" in proc.stderr.read()
+
+
+def test_selftest_reports_every_figure(isthmus: Run, tmp_path: Path) -> None:
+    """The self-test runs and reports each figure against its target. Whether the targets
+    are met is a benchmark result (results/net/), not something a timed test can assert."""
+    out = tmp_path / "selftest.json"
+    done = isthmus("net", "selftest", "--quick", "--json", out, timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    result = json.loads(out.read_text())
+    names = [c["name"] for c in result["checks"]]
+    assert any(n.startswith("RTT tcp at 0.5 ms") for n in names)
+    assert any(n.startswith("goodput at 10 Mbit/s") for n in names)
+    assert any(n.startswith("loss") for n in names)
+    assert any(n.startswith("added RTT over veth") for n in names)
+    assert "isthmus net selftest" in done.stdout
+    assert not [n for n in os.listdir("/var/run/netns") if n.startswith("ist-self")]
