@@ -103,7 +103,8 @@ def main() -> None:
         json.dumps(
             {
                 "benchmark": "MPI ping-pong bandwidth per RTT over the emulated network",
-                "command": f"scripts/bench_mpi_bandwidth.py --seconds-per-size {args.seconds_per_size}",
+                "command": "scripts/bench_mpi_bandwidth.py --seconds-per-size "
+                f"{args.seconds_per_size}",
                 "platform": "examples/platforms/pair-wan.toml (1 Gbit/s WAN and LAN ports)",
                 "git_revision": rev,
                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
