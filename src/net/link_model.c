@@ -29,12 +29,23 @@ static double normal01(uint64_t *s)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+/* splitmix64: turns small seeds (1, 2, ...) into well-mixed xorshift states; xorshift's
+ * first outputs from a small state are far from uniform. */
+static uint64_t mix_seed(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
 void link_init(struct link *l, const char *name, const struct link_params *p, uint64_t seed)
 {
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", name);
     l->p = *p;
-    l->rng = seed ? seed : 0x9E3779B97F4A7C15ULL;
+    l->rng = mix_seed(seed);
 }
 
 uint64_t link_backlog(const struct link *l, uint64_t t)

@@ -175,7 +175,7 @@ static int rtt(const char *host, int port, int udp, int size, int count, int tim
 {
     char *buf = calloc(1, (size_t)size);
     double *samples = calloc((size_t)count, sizeof(double));
-    int fd, lost = 0, got = 0;
+    int fd, lost = 0, got = 0, run = 0, longest_run = 0;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     inet_pton(AF_INET, host, &sa.sin_addr);
     if (udp) {
@@ -209,19 +209,24 @@ static int rtt(const char *host, int port, int udp, int size, int count, int tim
         }
         double dt = now_s() - t0;
         if (i < 0) continue;
-        if (ok) samples[got++] = dt;
-        else lost++;
+        if (ok) {
+            samples[got++] = dt;
+            run = 0;
+        } else {
+            lost++;
+            if (++run > longest_run) longest_run = run;
+        }
     }
     if (!got) {
-        printf("{\"count\": 0, \"lost\": %d}\n", lost);
+        printf("{\"count\": 0, \"lost\": %d, \"longest_loss_run\": %d}\n", lost, longest_run);
         return 1;
     }
     qsort(samples, (size_t)got, sizeof *samples, cmp_double);
     double sum = 0;
     for (int i = 0; i < got; i++) sum += samples[i];
-    printf("{\"proto\": \"%s\", \"size\": %d, \"count\": %d, \"lost\": %d, \"min_us\": %.3f, "
-           "\"median_us\": %.3f, \"p90_us\": %.3f, \"mean_us\": %.3f}\n",
-           udp ? "udp" : "tcp", size, got, lost, samples[0] * 1e6, samples[got / 2] * 1e6,
+    printf("{\"proto\": \"%s\", \"size\": %d, \"count\": %d, \"lost\": %d, \"longest_loss_run\": %d, "
+           "\"min_us\": %.3f, \"median_us\": %.3f, \"p90_us\": %.3f, \"mean_us\": %.3f}\n",
+           udp ? "udp" : "tcp", size, got, lost, longest_run, samples[0] * 1e6, samples[got / 2] * 1e6,
            samples[(got * 9) / 10] * 1e6, sum / got * 1e6);
     close(fd);
     free(buf);

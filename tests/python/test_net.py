@@ -303,3 +303,43 @@ def test_selftest_reports_every_figure(isthmus: Run, tmp_path: Path) -> None:
     assert any(n.startswith("added RTT over veth") for n in names)
     assert "isthmus net selftest" in done.stdout
     assert not [n for n in os.listdir("/var/run/netns") if n.startswith("ist-self")]
+
+
+def test_jitter_spreads_rtt_without_reordering(isthmus: Run) -> None:
+    """Uniform jitter of 2 ms on one direction of a 5 ms link: RTTs spread over about
+    [8, 12] ms. Packet order is kept, so a TCP stream sees no reordering."""
+    with network() as name, probe_server(name, "west0"):
+        done = isthmus("net", "set", "--name", name, "wan:east->west", "jitter=2ms")
+        assert done.returncode == 0, done.stderr
+        r = probe(name, "east0", "rtt", "198.18.2.1", "--udp", "--count", "150")
+        assert r["min_us"] >= 7_900, r
+        assert r["p90_us"] - r["min_us"] >= 1_500, r
+        assert 9_000 <= r["median_us"] <= 11_500, r
+        s = probe(name, "east0", "stream", "198.18.2.1", "--seconds", "2")
+        assert s["goodput_bps"] > 1e6  # TCP copes: no reordering, only delay variation
+        done = isthmus(
+            "net",
+            "set",
+            "--name",
+            name,
+            "wan:east->west",
+            "jitter_distribution=normal",
+            "jitter=500us",
+        )
+        assert done.returncode == 0, done.stderr
+        r = probe(name, "east0", "rtt", "198.18.2.1", "--udp", "--count", "100")
+        assert 9_500 <= r["median_us"] <= 11_000, r
+
+
+def test_gilbert_elliott_losses_come_in_bursts(isthmus: Run) -> None:
+    """Mean loss 5% with bursts of 8 on average: about the same number of losses as
+    Bernoulli loss, but in long runs (Bernoulli at 5% almost never loses 5 in a row)."""
+    with network() as name, probe_server(name, "west0"):
+        isthmus("net", "set", "--name", name, "wan:*", "latency=100us")
+        done = isthmus("net", "set", "--name", name, "wan:east->west", "loss=0.05", "loss_burst=8")
+        assert done.returncode == 0, done.stderr
+        r = probe(
+            name, "east0", "rtt", "198.18.2.1", "--udp", "--count", "2000", "--timeout-ms", "20"
+        )
+        assert 0.015 <= r["lost"] / 2000 <= 0.12, r
+        assert r["longest_loss_run"] >= 6, r
