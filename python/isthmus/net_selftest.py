@@ -278,6 +278,8 @@ def measure(
     finally:
         net.down(name)
     return {
+        "command": "isthmus net selftest" + (" --quick" if quick else ""),
+        "git_revision": paths.git_revision(),
         "checks": [asdict(c) for c in checks],
         "raw": raw,
         "passed": all(c.ok for c in checks),
