@@ -11,7 +11,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, net
+from . import __version__, net, rootless
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
@@ -381,6 +381,8 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if rootless.inside():
+        rootless.prepare()
     try:
         rc: int = args.func(args)
         return rc

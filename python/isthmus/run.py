@@ -31,7 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import __version__, mpi, net, paths
+from . import __version__, mpi, net, paths, rootless
 from .errors import UserError
 from .platform import Platform
 
@@ -204,6 +204,11 @@ def run(req: RunRequest) -> int:
             raise UserError(f"--profile {profile}: the directory {profile.parent} does not exist")
         profile.unlink(missing_ok=True)
 
+    emulate = req.emulate and req.platform.emulated
+    netname = req.net or f"run{os.getpid()}"
+    own_network = emulate and not (req.net and net.is_up(req.net))
+    if own_network and os.geteuid() != 0:
+        rootless.reexec()  # does not return: the run continues inside a user namespace
     cores = os.cpu_count() or 1
     if nranks > cores:
         print(
@@ -211,18 +216,10 @@ def run(req: RunRequest) -> int:
             "timings include time spent waiting for one",
             file=sys.stderr,
         )
-    emulate = req.emulate and req.platform.emulated
-    netname = req.net or f"run{os.getpid()}"
-    own_network = emulate and not (req.net and net.is_up(req.net))
     if req.net and not own_network and emulate:
         st = net.load_state(req.net)
         if st is None or len(st.hosts) != len(net.plan(req.platform).hosts):
             raise UserError(f"--net {req.net}: that network was made for another platform")
-    if own_network and os.geteuid() != 0:
-        raise UserError(
-            f"emulating {req.platform.name} needs root (namespaces, TUN devices): run "
-            "as root, or add --no-emulation to run on the machine's own network"
-        )
     try:
         if own_network:
             net.up(req.platform, netname, list(req.overrides))

@@ -343,3 +343,60 @@ def test_gilbert_elliott_losses_come_in_bursts(isthmus: Run) -> None:
         )
         assert 0.015 <= r["lost"] / 2000 <= 0.12, r
         assert r["longest_loss_run"] >= 6, r
+
+
+def test_rootless_run_through_a_user_namespace(apps: dict[tuple[str, str], Path]) -> None:
+    """A normal user emulates through its own user namespace where /dev/net/tun allows it
+    (Debian's default mode 0666). This machine keeps it 0600, so the test opens it up for
+    its duration and restores it."""
+    import tempfile
+
+    tun = "/dev/net/tun"
+    mode = stat.S_IMODE(os.stat(tun).st_mode)
+    user = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    with tempfile.TemporaryDirectory(prefix="isthmus-rootless-") as d:
+        os.chmod(d, 0o777)
+        denied = subprocess.run(
+            [*user, str(ISTHMUS), "run", "-p", str(TWO_CLUSTERS), "--", "true"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=d,
+        )
+        if mode & 0o006 != 0o006:
+            assert denied.returncode == 2 and "/dev/net/tun" in denied.stderr, denied.stderr
+        try:
+            os.chmod(tun, 0o666)
+            for mpi in MPIS:
+                app = Path(d) / f"pattern-{mpi}"
+                app.write_bytes(apps[(mpi, "c")].read_bytes())
+                app.chmod(0o755)
+                out = Path(d) / f"{mpi}.json"
+                done = subprocess.run(
+                    [
+                        *user,
+                        "env",
+                        f"HOME={d}",
+                        str(ISTHMUS),
+                        "run",
+                        "-p",
+                        str(TWO_CLUSTERS),
+                        "--profile",
+                        str(out),
+                        "--timeout",
+                        "120s",
+                        "--",
+                        str(app),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=180,
+                    cwd=d,
+                )
+                assert done.returncode == 0, done.stderr
+                profile = json.loads(out.read_text())
+                # 10 ring steps across a 10 ms RTT: far longer than on the machine's own network
+                assert max(r["app_seconds"] for r in profile["ranks"]) > 0.1
+        finally:
+            os.chmod(tun, mode)
+    assert not [n for n in os.listdir("/var/run/netns") if n.startswith("ist-run")]
