@@ -276,6 +276,18 @@ def cmd_net_selftest(args: argparse.Namespace) -> int:
     return 0 if result["passed"] else 1
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    extra = list(args.args)
+    out = _output(args.output)
+    timeout = parse_duration(args.timeout) if args.timeout else None
+    p = platform_mod.load(args.platform, args.set)
+    rc = bench.bench(args.name, p, args.mpi, extra, out, tuple(args.set), args.net, timeout)
+    print(f"wrote {out}")
+    return rc
+
+
 def build_parser() -> Parser:
     ap = Parser(
         prog="isthmus",
@@ -336,6 +348,20 @@ def build_parser() -> Parser:
     rp.add_argument("app", nargs=argparse.REMAINDER, help="the application and its arguments")
     rp.set_defaults(func=cmd_run)
 
+    bp = sub.add_parser(
+        "bench",
+        help="run a benchmark program on a platform",
+        usage="isthmus bench {pingpong,bw,bibw,coll} -p PLATFORM [options] [-- PROGRAM OPTIONS]",
+    )
+    bp.add_argument("name", help="pingpong, bw, bibw or coll")
+    bp.add_argument("-p", "--platform", required=True)
+    bp.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi")
+    bp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    bp.add_argument("--net", metavar="NAME", help="use this emulated network if it is up")
+    bp.add_argument("--timeout", metavar="DURATION")
+    bp.add_argument("-o", "--output", default="bench.jsonl", metavar="OUT.jsonl")
+    bp.set_defaults(func=cmd_bench, args=[])
+
     netp = sub.add_parser("net", help="the emulated network: namespaces and the router")
     nsub = netp.add_subparsers(dest="action", required=True, parser_class=Parser)
     sp = nsub.add_parser("up", help="create the platform's emulated network")
@@ -380,7 +406,14 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program_args: list[str] = []
+    if argv[:1] == ["bench"] and "--" in argv:  # what follows -- belongs to the program
+        cut = argv.index("--")
+        argv, program_args = argv[:cut], argv[cut + 1 :]
     args = build_parser().parse_args(argv)
+    if program_args:
+        args.args = program_args
     if rootless.inside():
         rootless.prepare()
     try:

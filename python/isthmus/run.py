@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 from . import __version__, mpi, net, paths, rootless
 from .errors import UserError
@@ -52,6 +52,7 @@ class RunRequest:
     timeout: float | None = None
     net: str | None = None  # an emulated network that is already up
     emulate: bool = True
+    stdout: Path | None = None  # where the application's standard output goes (default: ours)
 
 
 def rank_count(platform: Platform, requested: int | None) -> int:
@@ -74,7 +75,11 @@ def layer_environment(
     platform: Platform, impl: mpi.MpiImplementation, profile: Path | None
 ) -> dict[str, str]:
     """The variables that isthmus-exec and libisthmus read in each rank."""
-    env = {"ISTHMUS_PRELOAD": str(paths.layer_library(impl.name))}
+    env = {
+        "ISTHMUS_PRELOAD": str(paths.layer_library(impl.name)),
+        "ISTHMUS_PLATFORM_NAME": platform.name,
+        "ISTHMUS_GIT_REVISION": paths.git_revision(),
+    }
     if platform.emulated:
         env["ISTHMUS_CLUSTERS"] = ",".join(f"{n}:{k}" for n, k in platform.rank_blocks())
     patterns = [
@@ -132,10 +137,13 @@ def launch(
     env: dict[str, str],
     timeout: float | None,
     alive: Callable[[], bool] | None = None,
+    stdout: IO[bytes] | None = None,
 ) -> tuple[int, str | None]:
     """Run the launcher in its own process group; return (exit code, why it was stopped:
     None, "timeout" or "network")."""
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(
+        cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
+    )
 
     def forward(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -238,7 +246,8 @@ def run(req: RunRequest) -> int:
             argv = [str(paths.exec_wrapper()), *req.app]
             cmd = prefix + impl.launch_command(nranks, sorted(layer_env), argv)
             started = time.monotonic()
-            rc, stopped = launch(cmd, env, req.timeout, alive)
+            with open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out:
+                rc, stopped = launch(cmd, env, req.timeout, alive, out)
             wall = time.monotonic() - started
             if rc != 0 and stopped is None:
                 rc = first_failure(Path(status_dir)) or rc

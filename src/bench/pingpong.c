@@ -1,17 +1,17 @@
-/* pingpong: MPI round-trip time and bandwidth between ranks 0 and 1 against message size.
+/* pingpong: round trip and throughput between rank 0 and --peer, by the NetPIPE method.
  *
- *   pingpong [--max-size BYTES] [--seconds-per-size S]
- *
- * Sizes are powers of two from 1 byte to --max-size (default 4 MiB). Each size runs two
- * unmeasured round trips and a timed one, then as many as fit in S seconds (default 0.2)
- * at that pace, at least 3 and at most 100000. Reported per size: the minimum and median round trip and
- * the bandwidth 2 x size / median. Output: JSON lines from rank 0, one header record
- * ({"record": "header", ...}) and one record per size. This is the part of the NetPIPE
- * method the network measurements need; the benchmark suite extends it. */
-#include <mpi.h>
-#include <stdio.h>
+ * Sizes follow powers of two from --min-size to --max-size, each also perturbed by
+ * +-perturbation bytes (NetPIPE's default 3), which exposes effects tied to exact powers
+ * of two. Each size runs two unmeasured round trips and a timed one; the repetitions are
+ * then chosen so that the size runs for --seconds-per-size, and every round trip is
+ * timed. Reported per size: minimum (NetPIPE's figure) and median round trip, and the
+ * throughput of the minimum (size / (round trip / 2)) and of the median. */
 #include <stdlib.h>
 #include <string.h>
+
+#include "bench_common.h"
+
+#define MAX_REPS 100000
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -19,79 +19,69 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static void round_trips(int rank, int peer, char *buf, long bytes, int n, double *times)
+{
+    for (int i = 0; i < n; i++) {
+        double t0 = MPI_Wtime();
+        if (rank == 0) {
+            MPI_Send(buf, (int)bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            MPI_Recv(buf, (int)bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == peer) {
+            MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        }
+        if (times) times[i] = MPI_Wtime() - t0;
+    }
+}
+
+static void measure(int rank, const struct bench_options *o, char *buf, double *times, long bytes)
+{
+    double first;
+    round_trips(rank, o->peer, buf, bytes, 2, NULL);
+    round_trips(rank, o->peer, buf, bytes, 1, &first);
+    int reps = 0;
+    if (rank == 0) {
+        double want = o->seconds_per_size / (first > 1e-7 ? first : 1e-7);
+        reps = want < 3 ? 3 : want > MAX_REPS ? MAX_REPS : (int)want;
+        MPI_Send(&reps, 1, MPI_INT, o->peer, 2, MPI_COMM_WORLD);
+    } else if (rank == o->peer) {
+        MPI_Recv(&reps, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    round_trips(rank, o->peer, buf, bytes, reps, times);
+    if (rank != 0) return;
+    qsort(times, (size_t)reps, sizeof *times, cmp_double);
+    double min = times[0], med = times[reps / 2];
+    printf("{\"record\": \"pingpong\", \"bytes\": %ld, \"repetitions\": %d, \"rtt_min_us\": %.3f, "
+           "\"rtt_median_us\": %.3f, \"throughput_min_mbit\": %.3f, \"throughput_median_mbit\": %.3f}\n",
+           bytes, reps, min * 1e6, med * 1e6, (double)bytes * 8 / (min / 2) / 1e6,
+           (double)bytes * 8 / (med / 2) / 1e6);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
-    long max_size = 4L << 20;
-    double seconds = 0.2;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--max-size") == 0) max_size = atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--seconds-per-size") == 0) seconds = atof(argv[i + 1]);
-    }
     MPI_Init(&argc, &argv);
-    int rank, size;
+    struct bench_options o = {.min_size = 1, .max_size = 4L << 20, .seconds_per_size = 0.5,
+                              .iterations = 1, .peer = 1, .perturbation = 3};
+    bench_parse(argc, argv, "pingpong", &o);
+    int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size < 2 || max_size < 1 || seconds <= 0) {
-        if (rank == 0) fprintf(stderr, "pingpong: needs 2 ranks, --max-size >= 1, --seconds-per-size > 0\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    char *buf = calloc((size_t)max_size, 1);
-    double *samples = malloc(100000 * sizeof(double));
-    if (rank == 0) {
-        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len;
-        MPI_Get_library_version(lib, &len);
-        lib[strcspn(lib, "\n")] = '\0';
-        for (char *c = lib; *c; c++)
-            if (*c < 0x20 || *c == '"' || *c == '\\') *c = ' ';
-        printf("{\"record\": \"header\", \"benchmark\": \"pingpong\", \"mpi_library\": \"%s\", "
-               "\"ranks\": %d, \"seconds_per_size\": %g}\n", lib, size, seconds);
-    }
-    for (long bytes = 1; bytes <= max_size; bytes *= 2) {
-        /* Two unmeasured round trips and one timed one; rank 0 derives the repetitions from
-         * it and tells rank 1, then both run them. */
-        int reps = 0;
-        double first = 0;
-        for (int i = 0; i < 3; i++) {
-            double t0 = MPI_Wtime();
-            if (rank == 0) {
-                MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else if (rank == 1) {
-                MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
-            }
-            first = MPI_Wtime() - t0;
+    bench_header("pingpong", argc, argv, &o);
+    char *buf = calloc((size_t)o.max_size + (size_t)o.perturbation + 1, 1);
+    double *times = malloc(MAX_REPS * sizeof(double));
+    long last = -1;
+    for (long s = o.min_size ? o.min_size : 1; s > 0 && s <= o.max_size; s = bench_next_size(&o, s)) {
+        long sizes[3] = {s - o.perturbation, s, s + o.perturbation};
+        for (int k = 0; k < 3; k++) {
+            long b = sizes[k];
+            if (b <= last || b < 1 || (k != 1 && o.perturbation == 0)) continue;
+            measure(rank, &o, buf, times, b);
+            last = b;
         }
-        if (rank == 0) {
-            double want = seconds / (first > 1e-7 ? first : 1e-7);
-            reps = want < 3 ? 3 : want > 100000 ? 100000 : (int)want;
-            MPI_Send(&reps, 1, MPI_INT, 1, 2, MPI_COMM_WORLD);
-        } else if (rank == 1) {
-            MPI_Recv(&reps, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        }
-        for (int i = 0; i < reps; i++) {
-            double t0 = MPI_Wtime();
-            if (rank == 0) {
-                MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                samples[i] = MPI_Wtime() - t0;
-            } else if (rank == 1) {
-                MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
-            }
-        }
-        if (rank == 0) {
-            qsort(samples, (size_t)reps, sizeof *samples, cmp_double);
-            double med = samples[reps / 2];
-            printf("{\"record\": \"size\", \"bytes\": %ld, \"repetitions\": %d, \"rtt_min_us\": %.3f, "
-                   "\"rtt_median_us\": %.3f, \"bandwidth_mbit\": %.3f}\n",
-                   bytes, reps, samples[0] * 1e6, med * 1e6, 2.0 * (double)bytes * 8 / med / 1e6);
-            fflush(stdout);
-        }
+        bench_progress("pingpong", "%ld bytes", s);
     }
     free(buf);
-    free(samples);
+    free(times);
     MPI_Finalize();
     return 0;
 }

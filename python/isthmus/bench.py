@@ -1,0 +1,92 @@
+"""`isthmus bench`: run one of the benchmark programs on a platform and show its results.
+
+The programs (src/bench/, built per MPI into build/bin/MPI/) write JSON lines: a header
+record saying what produced them, then one record per measurement. This runs a program
+through `isthmus run` (so on the emulated network when the platform is emulated), keeps
+its output in a file, and prints the measurements as a table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from . import paths
+from .errors import UserError
+from .platform import Platform
+from .run import RunRequest, run
+
+PROGRAMS = ("pingpong", "bw", "bibw", "coll")
+
+
+def read_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The header and the measurement records of a benchmark's JSON lines."""
+    header: dict[str, Any] = {}
+    records = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.startswith("{"):
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: not a JSON record ({e.msg})") from None
+        if rec.get("record") == "header":
+            header = rec
+        else:
+            records.append(rec)
+    if not header:
+        raise UserError(f"{path}: no header record: not the output of an isthmus benchmark")
+    return header, records
+
+
+def table(header: dict[str, Any], records: list[dict[str, Any]]) -> Table:
+    placement = header.get("placement", [])
+    clusters = {p["rank"]: p.get("cluster") for p in placement}
+    peer = header.get("options", {}).get("peer", 1)
+    where = ""
+    if header["benchmark"] != "coll" and clusters:
+        same = clusters.get(0) == clusters.get(peer)
+        where = f", rank 0 and rank {peer} {'in one cluster' if same else 'in different clusters'}"
+    t = Table(
+        title=f"{header['benchmark']}: {header['mpi_library'][:60]}, {header['ranks']} ranks, "
+        f"platform {header.get('platform') or '-'}{where}"
+    )
+    columns = [k for k in records[0] if k != "record"] if records else []
+    for c in columns:
+        t.add_column(c, justify="left" if c == "collective" else "right")
+    for r in records:
+        t.add_row(*(f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]) for c in columns))
+    return t
+
+
+def bench(
+    name: str,
+    platform: Platform,
+    mpi: str,
+    args: list[str],
+    output: Path,
+    overrides: tuple[str, ...] = (),
+    net: str | None = None,
+    timeout: float | None = None,
+) -> int:
+    if name not in PROGRAMS:
+        raise UserError(f"unknown benchmark {name!r}: expected one of {', '.join(PROGRAMS)}")
+    program = paths.program(mpi, name)
+    req = RunRequest(
+        platform=platform,
+        app=[str(program), *args],
+        mpi=mpi,
+        overrides=overrides,
+        net=net,
+        timeout=timeout,
+        stdout=output,
+    )
+    rc = run(req)
+    if output.exists() and output.stat().st_size:
+        header, records = read_records(output)
+        Console(width=max(Console().width, 120)).print(table(header, records))
+    return rc

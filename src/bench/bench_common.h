@@ -1,0 +1,34 @@
+/* What every benchmark program shares: its options, the JSON header record, the size
+ * series, and progress on stderr. Output is JSON lines on stdout (rank 0 only): one
+ * {"record": "header", ...} then one record per measurement. */
+#ifndef ISTHMUS_BENCH_COMMON_H
+#define ISTHMUS_BENCH_COMMON_H
+
+#include <mpi.h>
+#include <stdio.h>
+
+struct bench_options {
+    long min_size, max_size; /* bytes */
+    double seconds_per_size; /* time budget of one size (ping-pong) */
+    int iterations, warmup;  /* fixed counts (window benchmarks, collectives) */
+    int peer;                /* the rank that rank 0 measures against */
+    int perturbation;        /* NetPIPE's +-bytes around each size; 0 for none */
+    const char *collectives; /* comma-separated list, or "all" */
+};
+
+/* Parse the options every benchmark takes; prints usage and exits 2 on bad input (rank 0
+ * speaks, every rank exits). */
+void bench_parse(int argc, char **argv, const char *name, struct bench_options *o);
+
+/* The header record: benchmark, MPI library, ranks and their placement (host, cluster),
+ * date, command line, and the platform and git revision isthmus run passes in
+ * ISTHMUS_PLATFORM_NAME and ISTHMUS_GIT_REVISION. Collective over MPI_COMM_WORLD. */
+void bench_header(const char *name, int argc, char **argv, const struct bench_options *o);
+
+/* Progress on stderr from rank 0: "name: message". */
+void bench_progress(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The next size of a power-of-two series from min_size, or -1 after max_size. */
+long bench_next_size(const struct bench_options *o, long size);
+
+#endif
