@@ -105,7 +105,7 @@ def test_bandwidth_is_bounded_by_the_links(
 
 @pytest.mark.parametrize("mpi", MPIS)
 def test_collective_latency_window(isthmus: Run, tmp_path: Path, mpi: str) -> None:
-    header, recs = bench(
+    _header, recs = bench(
         isthmus,
         tmp_path,
         "coll",
