@@ -232,6 +232,7 @@ class NetworkState:
     control: str
     hosts: list[dict[str, Any]] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    owner_pid: int = 0  # the `isthmus run` that made it for itself, 0 for `net up`
 
 
 def state_dir(name: str) -> Path:
@@ -307,6 +308,7 @@ def up(
     overrides: list[str] | None = None,
     mtu: int = DEFAULT_MTU,
     spin_ns: int = 200_000,
+    owner_pid: int = 0,
 ) -> NetworkState:
     """Create the namespaces, start the router, configure the addresses."""
     check_name(name)
@@ -330,7 +332,7 @@ def up(
         control = d / "router.sock"
         conf = d / "router.conf"
         conf.write_text(router_config(p, name, control, spin_ns))
-        pid = _start_router(conf, d / "router.log")
+        pid = _start_router(conf, d / "router.log", dies_with_parent=owner_pid != 0)
         for h in p.hosts:
             ns = netns_name(name, h.name)
             _ip("-n", ns, "addr", "add", f"{h.address}/{PREFIX_LEN}", "dev", DEVICE)
@@ -344,6 +346,7 @@ def up(
             str(control),
             [asdict(h) | {"netns": netns_name(name, h.name)} for h in p.hosts],
             [lk.name for lk in p.links],
+            owner_pid,
         )
         tmp = d / "state.json.tmp"
         tmp.write_text(json.dumps(asdict(st), indent=1))
@@ -354,13 +357,23 @@ def up(
         raise
 
 
-def _start_router(conf: Path, log: Path) -> int:
+def _die_with_parent() -> None:
+    """In the router of a run's own network: SIGTERM when the run's isthmus dies."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _start_router(conf: Path, log: Path, dies_with_parent: bool = False) -> int:
     with open(log, "w") as err:
         proc = subprocess.Popen(
             [str(paths.router()), str(conf)],
             stdout=subprocess.PIPE,
             stderr=err,
             start_new_session=True,
+            preexec_fn=_die_with_parent if dies_with_parent else None,
         )
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 10.0)
@@ -373,6 +386,20 @@ def _start_router(conf: Path, log: Path) -> int:
         raise UserError(f"the router did not start: {reason[-1] if reason else 'no message'}")
     proc.stdout.close()
     return proc.pid
+
+
+def remove_orphans() -> list[str]:
+    """Remove networks made by an `isthmus run` that no longer exists (killed before it
+    could clean up). Returns their names."""
+    removed: list[str] = []
+    if not STATE_ROOT.is_dir():
+        return removed
+    for d in STATE_ROOT.iterdir():
+        st = load_state(d.name)
+        if st is not None and st.owner_pid and not Path(f"/proc/{st.owner_pid}").exists():
+            down(d.name)
+            removed.append(d.name)
+    return removed
 
 
 def down(name: str = DEFAULT_NAME) -> list[str]:

@@ -73,7 +73,10 @@ def reexec() -> NoReturn:
 
 
 def prepare() -> None:
-    """Inside the namespaces: a private, writable /run for namespaces and state."""
+    """Inside the namespaces: a private, writable /run for namespaces and state, and a
+    private TMPDIR (Open MPI's session directory is named after the uid, 0 in here, and
+    would collide with root's)."""
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "isthmus-run", "/run"], check=True)
-    for d in ("/run/netns", "/run/isthmus"):
+    for d in ("/run/netns", "/run/isthmus", "/run/isthmus-tmp"):
         os.makedirs(d, exist_ok=True)
+    os.environ["TMPDIR"] = "/run/isthmus-tmp"

@@ -230,7 +230,8 @@ def run(req: RunRequest) -> int:
             raise UserError(f"--net {req.net}: that network was made for another platform")
     try:
         if own_network:
-            net.up(req.platform, netname, list(req.overrides))
+            net.remove_orphans()
+            net.up(req.platform, netname, list(req.overrides), owner_pid=os.getpid())
         with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
             layer_env = layer_environment(req.platform, impl, profile)
             layer_env["ISTHMUS_STATUS_DIR"] = status_dir

@@ -26,6 +26,8 @@ LANGUAGES = {
     "fortran-mpi": ("pattern.F90", "mpif90", ["-DUSE_MPI"]),
     "fortran-f08": ("pattern.F90", "mpif90", ["-DUSE_F08"]),
 }
+# Run a command as an unprivileged user.
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 HELPERS = {"exitcode": "exitcode.c", "sleeper": "sleeper.c", "edge_cases": "edge_cases.c"}
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -60,7 +62,7 @@ def isthmus() -> Run:
 
     def run(
         *args: str | Path,
-        timeout: float = 300,
+        timeout: float = 900,  # above every --timeout the tests give, so isthmus cleans up
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:

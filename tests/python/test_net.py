@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ISTHMUS, MPIS, PLATFORMS, TWO_CLUSTERS, Run
+from conftest import AS_NOBODY, ISTHMUS, MPIS, PLATFORMS, TWO_CLUSTERS, Run
 from isthmus import net, platform
 from isthmus.errors import UserError
 
@@ -185,10 +185,7 @@ def test_bad_network_requests(isthmus: Run, tmp_path: Path) -> None:
     assert done.returncode == 2 and "network name 'Bad_Name'" in done.stderr
     done = subprocess.run(
         [
-            "setpriv",
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
+            *AS_NOBODY,
             str(ISTHMUS),
             "net",
             "up",
@@ -353,7 +350,7 @@ def test_rootless_run_through_a_user_namespace(apps: dict[tuple[str, str], Path]
 
     tun = "/dev/net/tun"
     mode = stat.S_IMODE(os.stat(tun).st_mode)
-    user = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    user = AS_NOBODY
     with tempfile.TemporaryDirectory(prefix="isthmus-rootless-") as d:
         os.chmod(d, 0o777)
         denied = subprocess.run(
@@ -400,3 +397,44 @@ def test_rootless_run_through_a_user_namespace(apps: dict[tuple[str, str], Path]
         finally:
             os.chmod(tun, mode)
     assert not [n for n in os.listdir("/var/run/netns") if n.startswith("ist-run")]
+
+
+def test_killed_run_leaves_nothing_after_the_next_run(
+    isthmus: Run, apps: dict[tuple[str, str], Path]
+) -> None:
+    """An `isthmus run` killed outright cannot clean up: its router dies with it, and the
+    next run removes the namespaces it left."""
+    proc = subprocess.Popen(
+        [
+            str(ISTHMUS),
+            "run",
+            "-p",
+            str(TWO_CLUSTERS),
+            "--",
+            str(apps[("openmpi", "sleeper")]),
+            "120",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        name = f"run{proc.pid}"
+        st = net.load_state(name)
+        assert st is not None and st.owner_pid == proc.pid
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{st.router_pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not net.is_up(name)  # the router died with its run
+        done = isthmus("run", "-p", TWO_CLUSTERS, "--timeout", "120s", "--", apps[("mpich", "c")])
+        assert done.returncode == 0, done.stderr
+        assert not [n for n in os.listdir("/var/run/netns") if n.startswith(f"ist-{name}-")]
+        assert net.load_state(name) is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(["pkill", "-f", str(apps[("openmpi", "sleeper")])], capture_output=True)
+        net.down(f"run{proc.pid}")

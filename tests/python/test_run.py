@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ISTHMUS, MPIS, TWO_CLUSTERS, Run
+from conftest import AS_NOBODY, ISTHMUS, MPIS, TWO_CLUSTERS, Run
 
 
 def _rank_processes(path: Path) -> list[str]:
@@ -140,10 +140,7 @@ def test_runs_as_a_normal_user(apps: dict[tuple[str, str], Path]) -> None:
         app.chmod(0o755)
         done = subprocess.run(
             [
-                "setpriv",
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
+                *AS_NOBODY,
                 str(ISTHMUS),
                 "run",
                 "-p",
