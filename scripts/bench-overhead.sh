@@ -11,7 +11,7 @@ rounds=${ROUNDS:-400} iters=${ITERS:-4000}
 for mpi in openmpi mpich; do
   echo "overhead: $mpi ($rounds rounds x $iters iterations per mode)" >&2
   raw=$(mktemp)
-  bin/isthmus run -p examples/platforms/one-cluster.toml --mpi "$mpi" --profile "$raw.profile" \
+  bin/isthmus run -p examples/platforms/one-cluster.toml --no-emulation --mpi "$mpi" --profile "$raw.profile" \
     --timeout 10min -- "build/bin/$mpi/overhead" --rounds "$rounds" --iters "$iters" > "$raw"
   .venv/bin/python scripts/overhead_results.py "$raw" "$out/overhead-$mpi.json" \
     "make bench-overhead (ROUNDS=$rounds ITERS=$iters)"
