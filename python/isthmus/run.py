@@ -147,7 +147,10 @@ def launch(
         cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
     )
 
+    received: list[int] = []
+
     def forward(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signum)
 
@@ -173,6 +176,10 @@ def launch(
         return EXIT_TIMEOUT, stopped
     if stopped == "network":
         return EXIT_NETWORK_FAILED, stopped
+    if rc == 0 and received:
+        # Hydra sometimes kills its proxies before they report the ranks' deaths and then
+        # returns 0; an interrupted job must not look like a successful one.
+        return 128 + received[0], None
     return (128 - rc if rc < 0 else rc), None
 
 
