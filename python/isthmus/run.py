@@ -112,14 +112,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def wait_mode(platform: Platform, impl: mpi.MpiImplementation, nranks: int, cores: int) -> str:
-    """spin or sleep: layer.wait; auto sleeps when MPICH's ranks outnumber the cores. MPICH
-    busy-polls (an 8-rank Allreduce on 2 cores: 28 ms spinning, 1.4 ms sleeping). Open MPI
-    stays spinning: faster when every rank is in the collective (0.42 against 1.02 ms), and
-    one run in sleep mode hung (under investigation), although its idle spinning ranks can
-    starve the others (results/net/README.md)."""
+    """spin or sleep: layer.wait; auto sleeps when the ranks outnumber the cores. MPICH
+    busy-polls (an 8-rank Allreduce on 2 cores: 28 ms spinning, 1.4 ms sleeping); Open MPI
+    yields when oversubscribed, which keeps collectives fast (0.42 against 1.02 ms) but lets
+    its idle ranks starve rendezvous transfers of the others (over 60 s against 2.1 s,
+    results/net/README.md): a run must finish before it can be fast."""
     if platform.layer.wait != "auto":
         return platform.layer.wait
-    return "sleep" if impl.name == "mpich" and nranks > cores else "spin"
+    return "sleep" if nranks > cores else "spin"
 
 
 def rank_namespaces(platform: Platform, netname: str) -> list[str]:
