@@ -20,7 +20,9 @@ from .errors import UserError
 from .platform import Platform
 from .run import RunRequest, run
 
-PROGRAMS = ("pingpong", "bw", "bibw", "coll")
+PROGRAMS = ("pingpong", "bw", "bibw", "coll", "logp")
+# Record fields left out of the table (the JSON lines keep them).
+NOT_SHOWN = ("record", "ranks", "clusters", "ci95_rel")
 
 
 def read_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -55,11 +57,16 @@ def table(header: dict[str, Any], records: list[dict[str, Any]]) -> Table:
         title=f"{header['benchmark']}: {header['mpi_library'][:60]}, {header['ranks']} ranks, "
         f"platform {header.get('platform') or '-'}{where}"
     )
-    columns = [k for k in records[0] if k != "record"] if records else []
+    kind = records[0]["record"] if records else ""
+    rows = [r for r in records if r["record"] == kind]
+    columns = [k for k in rows[0] if k not in NOT_SHOWN] if rows else []
     for c in columns:
-        t.add_column(c, justify="left" if c == "collective" else "right")
-    for r in records:
+        t.add_column(c, justify="left" if c in ("collective", "class") else "right")
+    for r in rows:
         t.add_row(*(f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]) for c in columns))
+    for r in records:
+        if r["record"] == "logp_latency":
+            t.caption = (t.caption or "") + f"{r['class']}: L = {r['L_us']:.1f} us  "
     return t
 
 

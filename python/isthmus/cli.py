@@ -15,8 +15,17 @@ from . import __version__, net, rootless
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
+from .platform import Platform
+from .plogp import Params
 from .run import RunRequest, run
-from .units import UnitError, format_duration, format_rate, format_size, parse_duration
+from .units import (
+    UnitError,
+    format_duration,
+    format_rate,
+    format_size,
+    parse_duration,
+    parse_size,
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -288,6 +297,91 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return rc
 
 
+def _size_option(option: str, text: str) -> int:
+    try:
+        return parse_size(text)
+    except UnitError as e:
+        raise UserError(f"{option}: {e}") from None
+
+
+def _model_inputs(args: argparse.Namespace) -> tuple[Platform, Params]:
+    from . import plogp
+
+    p = platform_mod.load(args.platform, args.set)
+    if args.params:
+        path = Path(args.params)
+        params = plogp.read(path)
+        plogp.check_platform(params, p, path)
+    else:
+        params = plogp.from_platform(p)
+    return p, params
+
+
+def _clusters(p: Platform) -> list[int]:
+    ranks = [c.ranks for c in p.clusters if c.ranks > 0]
+    if not ranks:
+        raise UserError(f"{p.path}: no cluster gives its rank count (hosts x ranks_per_host)")
+    return ranks
+
+
+def cmd_model_fit(args: argparse.Namespace) -> int:
+    from . import plogp
+
+    params = plogp.fit(Path(args.bench))
+    out = _output(args.output)
+    plogp.write(params, out)
+    for name, c in params.classes.items():
+        print(f"{name}: L {c.L:.1f} us, {len(c.sizes)} sizes {c.sizes[0]}-{c.sizes[-1]} B")
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_model_params(args: argparse.Namespace) -> int:
+    from . import plogp
+
+    _, params = _model_inputs(args)
+    out = _output(args.output)
+    plogp.write(params, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_model_predict(args: argparse.Namespace) -> int:
+    from . import model, model_view
+
+    if args.coll != "bcast":
+        raise UserError(f"--coll {args.coll}: unknown collective; the model covers: bcast")
+    p, params = _model_inputs(args)
+    big_m = _size_option("-M", args.size)
+    preds = model.predict_bcast(params, _clusters(p), big_m)
+    Console(width=max(Console().width, 120)).print(
+        model_view.table(preds, big_m, p.name, params.source)
+    )
+    for line in model_view.explain(preds):
+        print(line)
+    return 0
+
+
+def cmd_model_plot(args: argparse.Namespace) -> int:
+    from . import model_view
+
+    p, params = _model_inputs(args)
+    lo = _size_option("--min-size", args.min_size)
+    hi = _size_option("--max-size", args.max_size)
+    if not 1 <= lo <= hi:
+        raise UserError(f"--min-size {lo} --max-size {hi}: expected 1 <= min <= max")
+    sizes = []
+    m = lo
+    while m <= hi:
+        sizes.append(m)
+        m *= 2
+    out = _output(args.output)
+    title = f"MPI_Bcast on {p.name}: P-LogP prediction ({params.source})"
+    model_view.plot(params, _clusters(p), sizes, title, out)
+    print(f"wrote {out}")
+    return 0
+
+
 def build_parser() -> Parser:
     ap = Parser(
         prog="isthmus",
@@ -351,9 +445,10 @@ def build_parser() -> Parser:
     bp = sub.add_parser(
         "bench",
         help="run a benchmark program on a platform",
-        usage="isthmus bench {pingpong,bw,bibw,coll} -p PLATFORM [options] [-- PROGRAM OPTIONS]",
+        usage="isthmus bench {pingpong,bw,bibw,coll,logp} -p PLATFORM [options] "
+        "[-- PROGRAM OPTIONS]",
     )
-    bp.add_argument("name", help="pingpong, bw, bibw or coll")
+    bp.add_argument("name", help="pingpong, bw, bibw, coll or logp")
     bp.add_argument("-p", "--platform", required=True)
     bp.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi")
     bp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
@@ -361,6 +456,31 @@ def build_parser() -> Parser:
     bp.add_argument("--timeout", metavar="DURATION")
     bp.add_argument("-o", "--output", default="bench.jsonl", metavar="OUT.jsonl")
     bp.set_defaults(func=cmd_bench, args=[])
+
+    mp = sub.add_parser("model", help="the P-LogP model: parameters and predictions")
+    msub = mp.add_subparsers(dest="action", required=True, parser_class=Parser)
+    sp = msub.add_parser("fit", help="P-LogP parameters from logp benchmark results")
+    sp.add_argument("bench", metavar="BENCH.jsonl")
+    sp.add_argument("-o", "--output", required=True, metavar="PARAMS")
+    sp.set_defaults(func=cmd_model_fit)
+    sp = msub.add_parser("params", help="P-LogP parameters from a platform's configured links")
+    sp.add_argument("-o", "--output", required=True, metavar="PARAMS")
+    sp.set_defaults(func=cmd_model_params, params=None)
+    sp = msub.add_parser("predict", help="predicted completion time of each broadcast shape")
+    sp.add_argument("--coll", default="bcast", help="the collective (bcast)")
+    sp.add_argument("-M", "--size", required=True, help="message size, e.g. 4MiB")
+    sp.set_defaults(func=cmd_model_predict)
+    sp = msub.add_parser("plot", help="predicted time against message size per shape")
+    sp.add_argument("--min-size", default="1KiB")
+    sp.add_argument("--max-size", default="16MiB")
+    sp.add_argument("-o", "--output", required=True, metavar="PNG")
+    sp.set_defaults(func=cmd_model_plot)
+    for name, sp in msub.choices.items():
+        if name != "fit":
+            sp.add_argument("-p", "--platform", required=True)
+            sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+        if name in ("predict", "plot"):
+            sp.add_argument("--params", metavar="PARAMS", help="measured parameters (model fit)")
 
     netp = sub.add_parser("net", help="the emulated network: namespaces and the router")
     nsub = netp.add_subparsers(dest="action", required=True, parser_class=Parser)

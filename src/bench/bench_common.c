@@ -14,7 +14,8 @@ static void usage(const char *name, const char *bad)
     if (rank == 0)
         fprintf(stderr,
                 "%s: bad option '%s'; expected --min-size B, --max-size B, --seconds-per-size S, "
-                "--iterations N, --warmup N, --peer RANK, --perturbation B, --collectives LIST\n",
+                "--iterations N, --warmup N, --peer RANK, --perturbation B, --collectives LIST, "
+                "--precision FRACTION\n",
                 name, bad);
     MPI_Finalize();
     exit(2);
@@ -33,6 +34,7 @@ void bench_parse(int argc, char **argv, const char *name, struct bench_options *
         else if (strcmp(a, "--warmup") == 0) o->warmup = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--peer") == 0) o->peer = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--perturbation") == 0) o->perturbation = (int)strtol(v, &end, 10);
+        else if (strcmp(a, "--precision") == 0) o->precision = strtod(v, &end);
         else if (strcmp(a, "--collectives") == 0) {
             o->collectives = v;
             end = (char *)v + strlen(v);
@@ -43,7 +45,8 @@ void bench_parse(int argc, char **argv, const char *name, struct bench_options *
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (o->min_size < 0 || o->max_size < o->min_size || o->seconds_per_size <= 0 ||
-        o->iterations < 1 || o->warmup < 0 || o->peer < 1 || o->peer >= size || o->perturbation < 0)
+        o->iterations < 1 || o->warmup < 0 || o->perturbation < 0 || o->precision < 0 ||
+        o->peer < (strcmp(name, "logp") == 0 ? 0 : 1) || o->peer >= size)
         usage(name, "(a value out of range; --peer must name another rank)");
 }
 
@@ -67,7 +70,7 @@ long bench_next_size(const struct bench_options *o, long size)
 }
 
 /* Cluster of world rank r from the block mapping isthmus run passes ("a:2,b:2"). */
-static void cluster_of(int r, char *out, size_t n)
+void bench_cluster_of(int r, char *out, size_t n)
 {
     const char *spec = getenv("ISTHMUS_CLUSTERS");
     snprintf(out, n, "%s", "");
@@ -130,12 +133,13 @@ void bench_header(const char *name, int argc, char **argv, const struct bench_op
         json_text(argv[i]);
     }
     printf("], \"options\": {\"min_size\": %ld, \"max_size\": %ld, \"seconds_per_size\": %g, "
-           "\"iterations\": %d, \"warmup\": %d, \"peer\": %d, \"perturbation\": %d}, \"placement\": [",
+           "\"iterations\": %d, \"warmup\": %d, \"peer\": %d, \"perturbation\": %d, "
+           "\"precision\": %g}, \"placement\": [",
            o->min_size, o->max_size, o->seconds_per_size, o->iterations, o->warmup, o->peer,
-           o->perturbation);
+           o->perturbation, o->precision);
     for (int r = 0; r < size; r++) {
         char cluster[64];
-        cluster_of(r, cluster, sizeof cluster);
+        bench_cluster_of(r, cluster, sizeof cluster);
         printf("%s{\"rank\": %d, \"host\": ", r ? ", " : "", r);
         json_text(hosts + (size_t)r * 64);
         printf(", \"cluster\": ");

@@ -14,6 +14,7 @@ struct bench_options {
     int peer;                /* the rank that rank 0 measures against */
     int perturbation;        /* NetPIPE's +-bytes around each size; 0 for none */
     const char *collectives; /* comma-separated list, or "all" */
+    double precision;        /* logp: stop when the 95% interval is within this fraction */
 };
 
 /* Parse the options every benchmark takes; prints usage and exits 2 on bad input (rank 0
@@ -27,6 +28,9 @@ void bench_header(const char *name, int argc, char **argv, const struct bench_op
 
 /* Progress on stderr from rank 0: "name: message". */
 void bench_progress(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The cluster of world rank r from $ISTHMUS_CLUSTERS ("" when not run by isthmus). */
+void bench_cluster_of(int r, char *out, size_t n);
 
 /* The next size of a power-of-two series from min_size, or -1 after max_size. */
 long bench_next_size(const struct bench_options *o, long size);

@@ -156,3 +156,35 @@ def test_bad_benchmark_requests(isthmus: Run, tmp_path: Path) -> None:
         "bench", "pingpong", "-p", TWO_CLUSTERS, "-o", tmp_path / "z.jsonl", "--", "--peer", "9"
     )
     assert done.returncode == 2 and "--peer must name another rank" in done.stderr
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_logp_measures_the_wan_and_fits_the_model(isthmus: Run, tmp_path: Path, mpi: str) -> None:
+    """logp between the two clusters: L near the configured 5 ms plus the LAN port, a gap
+    that grows with the size, and parameters that `model fit` turns into a prediction."""
+    header, recs = bench(
+        isthmus,
+        tmp_path,
+        "logp",
+        mpi,
+        "--max-size",
+        "65536",
+        "--seconds-per-size",
+        "0.2",
+        sets=PAIR,
+    )
+    assert header["benchmark"] == "logp" and header["options"]["precision"] == 0.01
+    rows = [r for r in recs if r["record"] == "logp"]
+    assert {r["class"] for r in rows} == {"wan"}
+    assert [r["bytes"] for r in rows] == [0] + [1 << i for i in range(17)]
+    for r in rows:
+        assert r["rtt_us"] >= 2 * 5025 and r["g_us"] > 0 and r["os_us"] > 0 and r["or_us"] > 0
+        assert min(r["repetitions"].values()) >= 1
+    (latency,) = [r for r in recs if r["record"] == "logp_latency"]
+    assert 5025 <= latency["L_us"] < 5025 + 1000
+    assert rows[-1]["g_us"] > 65536 * 0.08 * 0.9  # 64 KiB at 100 Mbit/s: 5.2 ms
+    params = tmp_path / "params.txt"
+    done = isthmus("model", "fit", tmp_path / "logp.jsonl", "-o", params)
+    assert done.returncode == 0, done.stderr
+    done = isthmus("model", "predict", "-M", "1MiB", "-p", TWO_CLUSTERS, "--params", params)
+    assert "no 'lan' link class" in done.stderr  # two ranks: nothing measured in a cluster
