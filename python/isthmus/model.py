@@ -24,6 +24,7 @@ microseconds, sizes bytes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -111,7 +112,7 @@ def degrees(p: int, start: int, stop: int) -> Iterator[int]:
 def first_degree(layer: Layer, m: int) -> int:
     """ceil(g(m)/s(m)): fewer successors would leave bandwidth unused."""
     s = layer.s(m)
-    return int(-(-layer.g(m) // s)) if s > 0 else 1
+    return math.ceil(layer.g(m) / s) if s > 0 else 1
 
 
 def best_single_for(layer: Layer, p: int, m: int, big_m: int) -> Shape:
@@ -142,7 +143,7 @@ def best_pipelined_for(wan: Layer, lan: Layer, pw: int, pl: int, m: int, big_m: 
     for dw in degrees(pw, first_degree(wan, m), pw - 1):
         spare = max(wan.g(m) - wan.or_(m) - dw * wan.s(m), lan.s(m))  # gamma'
         sl = lan.s(m)
-        top = int(spare // sl) if sl > 0 else pl - 1
+        top = math.floor(spare / sl) if sl > 0 else pl - 1
         for dl in degrees(pl, 1, max(top, 1)):
             t, gamma, bound = pipelined_time(wan, lan, pw, pl, dw, dl, m, big_m)
             if best is None or t < best.time:

@@ -1,0 +1,130 @@
+/* Reading a P-LogP parameter file (docs/model.md) and evaluating its functions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plogp.h"
+
+double ist_plogp_at(const struct ist_plogp_class *c, const double *ys, double x)
+{
+    int n = c->n;
+    if (n == 1) return ys[0];
+    int i = 1;
+    while (i < n - 1 && (double)c->sizes[i] < x) i++;
+    double x0 = (double)c->sizes[i - 1], x1 = (double)c->sizes[i], y0 = ys[i - 1], y1 = ys[i];
+    double y = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    return y > 0 ? y : 0.0;
+}
+
+static struct ist_plogp_class *class_named(struct ist_plogp *p, const char *name)
+{
+    if (strcmp(name, "lan") == 0) return &p->lan;
+    if (strcmp(name, "wan") == 0) return &p->wan;
+    return NULL; /* other classes are for other tools: skipped */
+}
+
+static int add_point(struct ist_plogp_class *c, long m, double os, double orecv, double g)
+{
+    int n = c->n + 1;
+    long *sizes = realloc(c->sizes, (size_t)n * sizeof *sizes);
+    if (sizes) c->sizes = sizes;
+    double *a = realloc(c->os, (size_t)n * sizeof *a);
+    if (a) c->os = a;
+    double *b = realloc(c->orecv, (size_t)n * sizeof *b);
+    if (b) c->orecv = b;
+    double *d = realloc(c->g, (size_t)n * sizeof *d);
+    if (d) c->g = d;
+    if (!sizes || !a || !b || !d) return -1;
+    /* Keep the points sorted by size (files list them sorted; insertion keeps it so). */
+    int i = c->n;
+    while (i > 0 && c->sizes[i - 1] > m) {
+        c->sizes[i] = c->sizes[i - 1];
+        c->os[i] = c->os[i - 1];
+        c->orecv[i] = c->orecv[i - 1];
+        c->g[i] = c->g[i - 1];
+        i--;
+    }
+    if (i > 0 && c->sizes[i - 1] == m) return -2;
+    c->sizes[i] = m;
+    c->os[i] = os;
+    c->orecv[i] = orecv;
+    c->g[i] = g;
+    c->n = n;
+    return 0;
+}
+
+int ist_plogp_read(const char *path, struct ist_plogp *p, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open the P-LogP parameter file", path);
+        return -1;
+    }
+    char line[512];
+    int lineno = 0, rc = 0, magic = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "#\n")] = '\0';
+        char word[32] = "", name[32] = "";
+        if (sscanf(line, "%31s", word) != 1) continue;
+        long m;
+        double a, b, c;
+        struct ist_plogp_class *cls;
+        if (!magic) {
+            magic = strcmp(word, "isthmus-plogp") == 0 && sscanf(line, "%*s %ld", &m) == 1 && m == 1;
+            if (!magic) {
+                snprintf(err, errlen, "%s: not a P-LogP parameter file (no 'isthmus-plogp 1' line)", path);
+                rc = -1;
+            }
+        } else if (strcmp(word, "platform") == 0) {
+            sscanf(line, "%*s %127s", p->platform);
+        } else if (strcmp(word, "source") == 0) {
+            continue;
+        } else if (strcmp(word, "class") == 0 && sscanf(line, "%*s %31s L %lf", name, &a) == 2) {
+            if ((cls = class_named(p, name))) {
+                cls->present = 1;
+                cls->L = a;
+            }
+        } else if (strcmp(word, "point") == 0 &&
+                   sscanf(line, "%*s %31s %ld os %lf or %lf g %lf", name, &m, &a, &b, &c) == 5) {
+            if ((cls = class_named(p, name)) && add_point(cls, m, a, b, c) != 0) {
+                snprintf(err, errlen, "%s:%d: a second point at %ld bytes (or out of memory)", path,
+                         lineno, m);
+                rc = -1;
+            }
+        } else {
+            snprintf(err, errlen, "%s:%d: expected 'platform', 'source', 'class' or 'point'", path,
+                     lineno);
+            rc = -1;
+        }
+    }
+    fclose(f);
+    if (rc == 0 && !magic) {
+        snprintf(err, errlen, "%s: empty P-LogP parameter file", path);
+        rc = -1;
+    }
+    struct ist_plogp_class *both[2] = {&p->lan, &p->wan};
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        if (both[i]->n > 0 && !both[i]->present) {
+            snprintf(err, errlen, "%s: points of class %s but no 'class %s L US' line", path,
+                     i ? "wan" : "lan", i ? "wan" : "lan");
+            rc = -1;
+        }
+        if (both[i]->present && both[i]->n == 0) both[i]->present = 0;
+    }
+    if (rc != 0) ist_plogp_free(p);
+    return rc;
+}
+
+void ist_plogp_free(struct ist_plogp *p)
+{
+    struct ist_plogp_class *both[2] = {&p->lan, &p->wan};
+    for (int i = 0; i < 2; i++) {
+        free(both[i]->sizes);
+        free(both[i]->os);
+        free(both[i]->orecv);
+        free(both[i]->g);
+        memset(both[i], 0, sizeof *both[i]);
+    }
+}
