@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what isthmus needs on Debian 12: the two MPI implementations, compilers,
-# iproute2, and a Python venv with pinned dependencies. Idempotent: when everything
-# is present it only checks (well under a second).
+# iproute2, SimGrid (SMPI, for comparisons), and a Python venv with pinned dependencies.
+# Idempotent: when everything is present it only checks (well under a second).
 #   scripts/install-deps.sh          what building and testing need
 #   scripts/install-deps.sh demo     also the applications the demo runs (LAMMPS)
 set -euo pipefail
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 apt_packages=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev libucx-dev gfortran g++ cmake make pkg-config
-  python3 python3-venv python3-mpi4py python3-numpy iproute2
+  python3 python3-venv python3-mpi4py python3-numpy iproute2 libsimgrid-dev
 )
 [ "${1:-}" = demo ] && apt_packages+=(lammps)
 missing=()

@@ -20,9 +20,9 @@ from .errors import UserError
 from .platform import Platform
 from .run import RunRequest, run
 
-PROGRAMS = ("pingpong", "bw", "bibw", "coll", "logp")
+PROGRAMS = ("pingpong", "bw", "bibw", "coll", "logp", "bcast")
 # Record fields left out of the table (the JSON lines keep them).
-NOT_SHOWN = ("record", "ranks", "clusters", "ci95_rel")
+NOT_SHOWN = ("record", "ranks", "clusters", "ci95_rel", "iterations", "latency_max_us")
 
 
 def read_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

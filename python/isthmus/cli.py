@@ -57,6 +57,30 @@ def cmd_platform_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_platform_export(args: argparse.Namespace) -> int:
+    from . import simgrid
+
+    p = platform_mod.load(args.file, args.set)
+    xml, hosts = simgrid.export(p), simgrid.hostfile(p)
+    if args.output:
+        out = _output(args.output)
+        _write_atomically(out, xml)
+        print(f"wrote {out}")
+    else:
+        sys.stdout.write(xml)
+    if args.hostfile:
+        hf = _output(args.hostfile)
+        _write_atomically(hf, hosts)
+        print(f"wrote {hf}", file=sys.stderr if not args.output else sys.stdout)
+    return 0
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 def cmd_platform_show(args: argparse.Namespace) -> int:
     p = platform_mod.load(args.file, args.set)
     console = Console()
@@ -407,6 +431,13 @@ def build_parser() -> Parser:
             help="override a platform setting (wan.latency=2ms sets every WAN link)",
         )
         sp.set_defaults(func=fn)
+    sp = psub.add_parser("export", help="the platform for another tool (SimGrid)")
+    sp.add_argument("--simgrid", action="store_true", required=True, help="SimGrid platform XML")
+    sp.add_argument("file")
+    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sp.add_argument("-o", "--output", metavar="XML", help="write here (default: stdout)")
+    sp.add_argument("--hostfile", metavar="FILE", help="also write smpirun's host file")
+    sp.set_defaults(func=cmd_platform_export)
 
     rp = sub.add_parser(
         "run",

@@ -15,7 +15,7 @@ static void usage(const char *name, const char *bad)
         fprintf(stderr,
                 "%s: bad option '%s'; expected --min-size B, --max-size B, --seconds-per-size S, "
                 "--iterations N, --warmup N, --peer RANK, --perturbation B, --collectives LIST, "
-                "--precision FRACTION\n",
+                "--precision FRACTION, --params FILE\n",
                 name, bad);
     MPI_Finalize();
     exit(2);
@@ -35,8 +35,8 @@ void bench_parse(int argc, char **argv, const char *name, struct bench_options *
         else if (strcmp(a, "--peer") == 0) o->peer = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--perturbation") == 0) o->perturbation = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--precision") == 0) o->precision = strtod(v, &end);
-        else if (strcmp(a, "--collectives") == 0) {
-            o->collectives = v;
+        else if (strcmp(a, "--collectives") == 0 || strcmp(a, "--params") == 0) {
+            *(a[2] == 'c' ? &o->collectives : &o->params) = v;
             end = (char *)v + strlen(v);
         } else usage(name, a);
         if (!end || *end) usage(name, v);

@@ -15,6 +15,7 @@ struct bench_options {
     int perturbation;        /* NetPIPE's +-bytes around each size; 0 for none */
     const char *collectives; /* comma-separated list, or "all" */
     double precision;        /* logp: stop when the 95% interval is within this fraction */
+    const char *params;      /* bcast: a P-LogP parameter file (docs/model.md) */
 };
 
 /* Parse the options every benchmark takes; prints usage and exits 2 on bad input (rank 0

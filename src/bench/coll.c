@@ -16,44 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 
 #include "bench_common.h"
+#include "bench_window.h"
 
 enum coll { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL,
             REDUCE_SCATTER_BLOCK, SCAN, NCOLL };
 static const char *coll_name[NCOLL] = {"barrier", "bcast", "reduce", "allreduce", "gather",
                                        "scatter", "allgather", "alltoall", "reduce_scatter_block", "scan"};
-
-static double offset; /* this rank's clock minus rank 0's */
-
-static double global_now(void) { return MPI_Wtime() - offset; }
-
-static void estimate_offsets(int rank, int size)
-{
-    for (int r = 1; r < size; r++) {
-        double best_rtt = 1e9, best_off = 0;
-        for (int i = 0; i < 20; i++) {
-            if (rank == 0) {
-                double t0 = MPI_Wtime(), tr;
-                MPI_Send(&t0, 1, MPI_DOUBLE, r, 20, MPI_COMM_WORLD);
-                MPI_Recv(&tr, 1, MPI_DOUBLE, r, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                double t1 = MPI_Wtime();
-                if (t1 - t0 < best_rtt) {
-                    best_rtt = t1 - t0;
-                    best_off = tr - (t0 + t1) / 2;
-                }
-            } else if (rank == r) {
-                double t0, tr;
-                MPI_Recv(&t0, 1, MPI_DOUBLE, 0, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                tr = MPI_Wtime();
-                MPI_Send(&tr, 1, MPI_DOUBLE, 0, 20, MPI_COMM_WORLD);
-            }
-        }
-        if (rank == 0) MPI_Send(&best_off, 1, MPI_DOUBLE, r, 21, MPI_COMM_WORLD);
-        else if (rank == r) MPI_Recv(&offset, 1, MPI_DOUBLE, 0, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    }
-}
 
 static void call(enum coll c, char *s, char *r, int n, int size)
 {
@@ -73,102 +43,30 @@ static void call(enum coll c, char *s, char *r, int n, int size)
     (void)size;
 }
 
-static void wait_until(double t)
-{
-    double left = t - global_now();
-    if (left > 100e-6) {
-        struct timespec ts = {0, (long)((left - 50e-6) * 1e9)};
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec = ts.tv_nsec / 1000000000L;
-            ts.tv_nsec %= 1000000000L;
-        }
-        nanosleep(&ts, NULL);
-    }
-    while (global_now() < t) {
-    }
-}
+struct coll_call {
+    enum coll c;
+    char *s, *r;
+    int n, size;
+};
 
-static int cmp_double(const void *a, const void *b)
+static void op(void *ctx)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    struct coll_call *cc = ctx;
+    call(cc->c, cc->s, cc->r, cc->n, cc->size);
 }
 
 static void measure(enum coll c, long bytes, const struct bench_options *o, int rank, int size,
                     char *s, char *r)
 {
-    int n = (int)bytes, iters = o->iterations;
-    /* trial: the slowest of a few calls sets the window */
-    double trial = 0;
-    for (int i = 0; i < o->warmup + 2; i++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        call(c, s, r, n, size);
-        double d = MPI_Wtime() - t0;
-        if (d > trial) trial = d;
-    }
-    MPI_Allreduce(MPI_IN_PLACE, &trial, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    double window = 2 * trial + 1e-3;
-    double *finish = malloc((size_t)iters * sizeof(double));
-    double *all = rank == 0 ? malloc((size_t)iters * (size_t)size * sizeof(double)) : NULL;
-    int late = 0;
-    for (int attempt = 0; attempt < 4; attempt++) {
-        double t0 = global_now() + 0.01;
-        MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        for (int i = 0; i < iters; i++) {
-            double start = t0 + i * window;
-            int late_start = global_now() > start; /* this iteration will not count */
-            wait_until(start);
-            call(c, s, r, n, size);
-            finish[i] = late_start ? -1 : global_now() - start;
-        }
-        MPI_Gather(finish, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        if (rank == 0) {
-            late = 0;
-            for (int i = 0; i < iters; i++)
-                for (int q = 0; q < size; q++)
-                    if (all[(size_t)q * (size_t)iters + (size_t)i] < 0) {
-                        late++;
-                        break;
-                    }
-        }
-        MPI_Bcast(&late, 1, MPI_INT, 0, MPI_COMM_WORLD);
-        if (late * 5 <= iters) break;
-        window *= 2;
-    }
-    if (rank == 0) {
-        double *lat = malloc((size_t)iters * sizeof(double)), *per = malloc((size_t)iters * sizeof(double));
-        int m = 0;
-        double mean_of_medians = 0;
-        for (int i = 0; i < iters; i++) {
-            double worst = 0;
-            int ok = 1;
-            for (int q = 0; q < size; q++) {
-                double f = all[(size_t)q * (size_t)iters + (size_t)i];
-                if (f < 0) ok = 0;
-                if (f > worst) worst = f;
-            }
-            if (ok) lat[m++] = worst;
-        }
-        for (int q = 0; q < size; q++) {
-            int k = 0;
-            for (int i = 0; i < iters; i++)
-                if (all[(size_t)q * (size_t)iters + (size_t)i] >= 0) per[k++] = all[(size_t)q * (size_t)iters + (size_t)i];
-            qsort(per, (size_t)k, sizeof *per, cmp_double);
-            mean_of_medians += k ? per[k / 2] / size : 0;
-        }
-        qsort(lat, (size_t)m, sizeof *lat, cmp_double);
-        printf("{\"record\": \"coll\", \"collective\": \"%s\", \"bytes\": %ld, \"iterations\": %d, "
-               "\"counted\": %d, \"window_us\": %.1f, \"latency_min_us\": %.3f, \"latency_median_us\": %.3f, "
-               "\"latency_max_us\": %.3f, \"rank_mean_of_medians_us\": %.3f}\n",
-               coll_name[c], bytes, iters, m, window * 1e6, m ? lat[0] * 1e6 : -1,
-               m ? lat[m / 2] * 1e6 : -1, m ? lat[m - 1] * 1e6 : -1, mean_of_medians * 1e6);
-        fflush(stdout);
-        free(lat);
-        free(per);
-    }
-    free(finish);
-    free(all);
+    struct coll_call cc = {c, s, r, (int)bytes, size};
+    struct window_result w = bench_window_time(op, &cc, o->iterations, o->warmup);
+    if (rank != 0) return;
+    printf("{\"record\": \"coll\", \"collective\": \"%s\", \"bytes\": %ld, \"iterations\": %d, "
+           "\"counted\": %d, \"window_us\": %.1f, \"latency_min_us\": %.3f, \"latency_median_us\": %.3f, "
+           "\"latency_max_us\": %.3f, \"rank_mean_of_medians_us\": %.3f}\n",
+           coll_name[c], bytes, w.iterations, w.counted, w.window * 1e6, w.counted ? w.min * 1e6 : -1,
+           w.counted ? w.median * 1e6 : -1, w.counted ? w.max * 1e6 : -1, w.mean_of_medians * 1e6);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -182,7 +80,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     bench_header("coll", argc, argv, &o);
     prctl(PR_SET_TIMERSLACK, 1000UL); /* sleeps end within 1 us of the time asked */
-    estimate_offsets(rank, size);
+    bench_sync_clocks();
     size_t span = (size_t)o.max_size * (size_t)size;
     char *s = calloc(span, 1), *r = calloc(span, 1);
     for (int c = 0; c < NCOLL; c++) {

@@ -188,3 +188,43 @@ def test_logp_measures_the_wan_and_fits_the_model(isthmus: Run, tmp_path: Path, 
     assert done.returncode == 0, done.stderr
     done = isthmus("model", "predict", "-M", "1MiB", "-p", TWO_CLUSTERS, "--params", params)
     assert "no 'lan' link class" in done.stderr  # two ranks: nothing measured in a cluster
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_bcast_runs_the_models_choice(isthmus: Run, tmp_path: Path, mpi: str) -> None:
+    """The pipelined two-layer broadcast with the optimizer's shape, next to MPI_Bcast."""
+    params = tmp_path / "params.txt"
+    assert isthmus("model", "params", "-p", TWO_CLUSTERS, "-o", params).returncode == 0
+    header, recs = bench(
+        isthmus,
+        tmp_path,
+        "bcast",
+        mpi,
+        "--params",
+        str(params),
+        "--min-size",
+        "1024",
+        "--max-size",
+        "65536",
+        "--iterations",
+        "3",
+    )
+    assert header["benchmark"] == "bcast"
+    assert [(r["algorithm"], r["bytes"]) for r in recs] == [
+        (a, 1024 << i) for i in range(7) for a in ("pipelined", "native")
+    ]
+    for r in recs:
+        assert r["clusters"] == 2 and r["counted"] >= 1
+        assert r["latency_median_us"] >= 5000  # one WAN crossing at least
+        if r["algorithm"] == "pipelined":
+            assert r["predicted_us"] > 5000 and r["segments"] * r["segment"] >= r["bytes"]
+            assert r["wan_degree"] == 1 and r["lan_degree"] == 1
+
+
+def test_bcast_needs_parameters(isthmus: Run, tmp_path: Path) -> None:
+    out = tmp_path / "bcast.jsonl"
+    done = isthmus(
+        "bench", "bcast", "-p", TWO_CLUSTERS, "--mpi", "mpich", "-o", out, "--timeout", "120s"
+    )
+    assert done.returncode == 2
+    assert "the pipelined broadcast needs --params FILE" in done.stderr

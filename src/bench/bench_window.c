@@ -1,0 +1,138 @@
+/* Window-based timing: see coll.c's comment and docs/bench.md. */
+#include "bench_window.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double offset; /* this rank's clock minus rank 0's */
+
+static double global_now(void) { return MPI_Wtime() - offset; }
+
+void bench_sync_clocks(void)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int r = 1; r < size; r++) {
+        double best_rtt = 1e9, best_off = 0;
+        for (int i = 0; i < 20; i++) {
+            if (rank == 0) {
+                double t0 = MPI_Wtime(), tr;
+                MPI_Send(&t0, 1, MPI_DOUBLE, r, 20, MPI_COMM_WORLD);
+                MPI_Recv(&tr, 1, MPI_DOUBLE, r, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t1 = MPI_Wtime();
+                if (t1 - t0 < best_rtt) {
+                    best_rtt = t1 - t0;
+                    best_off = tr - (t0 + t1) / 2;
+                }
+            } else if (rank == r) {
+                double t0, tr;
+                MPI_Recv(&t0, 1, MPI_DOUBLE, 0, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                tr = MPI_Wtime();
+                MPI_Send(&tr, 1, MPI_DOUBLE, 0, 20, MPI_COMM_WORLD);
+            }
+        }
+        if (rank == 0) MPI_Send(&best_off, 1, MPI_DOUBLE, r, 21, MPI_COMM_WORLD);
+        else if (rank == r) MPI_Recv(&offset, 1, MPI_DOUBLE, 0, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+}
+
+static void wait_until(double t)
+{
+    double left = t - global_now();
+    if (left > 100e-6) {
+        struct timespec ts = {0, (long)((left - 50e-6) * 1e9)};
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec = ts.tv_nsec / 1000000000L;
+            ts.tv_nsec %= 1000000000L;
+        }
+        nanosleep(&ts, NULL);
+    }
+    while (global_now() < t) {
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct window_result bench_window_time(void (*op)(void *), void *ctx, int iters, int warmup)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    struct window_result res = {.iterations = iters};
+    /* trial: the slowest of a few calls sets the window */
+    double trial = 0;
+    for (int i = 0; i < warmup + 2; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        op(ctx);
+        double d = MPI_Wtime() - t0;
+        if (d > trial) trial = d;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &trial, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double window = 2 * trial + 1e-3;
+    double *finish = malloc((size_t)iters * sizeof(double));
+    double *all = rank == 0 ? malloc((size_t)iters * (size_t)size * sizeof(double)) : NULL;
+    int late = 0;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        double t0 = global_now() + 0.01;
+        MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        for (int i = 0; i < iters; i++) {
+            double start = t0 + i * window;
+            int late_start = global_now() > start; /* this iteration will not count */
+            wait_until(start);
+            op(ctx);
+            finish[i] = late_start ? -1 : global_now() - start;
+        }
+        MPI_Gather(finish, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            late = 0;
+            for (int i = 0; i < iters; i++)
+                for (int q = 0; q < size; q++)
+                    if (all[(size_t)q * (size_t)iters + (size_t)i] < 0) {
+                        late++;
+                        break;
+                    }
+        }
+        MPI_Bcast(&late, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (late * 5 <= iters) break;
+        window *= 2;
+    }
+    res.window = window;
+    if (rank == 0) {
+        double *lat = malloc((size_t)iters * sizeof(double)), *per = malloc((size_t)iters * sizeof(double));
+        int m = 0;
+        for (int i = 0; i < iters; i++) {
+            double worst = 0;
+            int ok = 1;
+            for (int q = 0; q < size; q++) {
+                double f = all[(size_t)q * (size_t)iters + (size_t)i];
+                if (f < 0) ok = 0;
+                if (f > worst) worst = f;
+            }
+            if (ok) lat[m++] = worst;
+        }
+        for (int q = 0; q < size; q++) {
+            int k = 0;
+            for (int i = 0; i < iters; i++)
+                if (all[(size_t)q * (size_t)iters + (size_t)i] >= 0) per[k++] = all[(size_t)q * (size_t)iters + (size_t)i];
+            qsort(per, (size_t)k, sizeof *per, cmp_double);
+            res.mean_of_medians += k ? per[k / 2] / size : 0;
+        }
+        qsort(lat, (size_t)m, sizeof *lat, cmp_double);
+        res.counted = m;
+        res.min = m ? lat[0] : -1;
+        res.median = m ? lat[m / 2] : -1;
+        res.max = m ? lat[m - 1] : -1;
+        free(lat);
+        free(per);
+    }
+    free(finish);
+    free(all);
+    return res;
+}
