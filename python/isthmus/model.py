@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from .plogp import LinkClass, Params
 
 HILL_STEPS = (-5, -1, 1, 5)
+NO_LINK = LinkClass(0.0, (0,), (0.0,), (0.0,), (0.0,))  # a class that costs nothing
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -115,9 +116,14 @@ def first_degree(layer: Layer, m: int) -> int:
     return math.ceil(layer.g(m) / s) if s > 0 else 1
 
 
-def best_single_for(layer: Layer, p: int, m: int, big_m: int) -> Shape:
+def every_degree(p: int) -> range:
+    """All degrees of a p-node tree (the exhaustive search's; 0 alone when p <= 1)."""
+    return range(1, p) if p > 1 else range(0, 1)
+
+
+def best_single_for(layer: Layer, p: int, m: int, big_m: int, every: bool = False) -> Shape:
     best: Shape | None = None
-    for d in degrees(p, first_degree(layer, m), p - 1):
+    for d in every_degree(p) if every else degrees(p, first_degree(layer, m), p - 1):
         t, gamma, bound = single_time(layer, p, d, m, big_m)
         if best is None or t < best.time:
             best = Shape(t, m, ceil_div(big_m, m), d, tree_height(p, d), 0, 0, gamma, bound)
@@ -138,13 +144,16 @@ def pipelined_time(
     return (k - 1) * gamma + lam_w + lam_l, gamma, "gap" if gap >= work else "forwarding"
 
 
-def best_pipelined_for(wan: Layer, lan: Layer, pw: int, pl: int, m: int, big_m: int) -> Shape:
+def best_pipelined_for(
+    wan: Layer, lan: Layer, pw: int, pl: int, m: int, big_m: int, every: bool = False
+) -> Shape:
+    """The best tree degrees for segment size m; every=True tries all of them."""
     best: Shape | None = None
-    for dw in degrees(pw, first_degree(wan, m), pw - 1):
+    for dw in every_degree(pw) if every else degrees(pw, first_degree(wan, m), pw - 1):
         spare = max(wan.g(m) - wan.or_(m) - dw * wan.s(m), lan.s(m))  # gamma'
         sl = lan.s(m)
         top = math.floor(spare / sl) if sl > 0 else pl - 1
-        for dl in degrees(pl, 1, max(top, 1)):
+        for dl in every_degree(pl) if every else degrees(pl, 1, max(top, 1)):
             t, gamma, bound = pipelined_time(wan, lan, pw, pl, dw, dl, m, big_m)
             if best is None or t < best.time:
                 best = Shape(
@@ -236,7 +245,8 @@ class Prediction:
 
 def predict_bcast(params: Params, clusters: list[int], big_m: int) -> list[Prediction]:
     """Predicted broadcasts of big_m bytes on clusters of the given rank counts."""
-    lan = params.link("lan")
+    # One rank per cluster: no LAN links, so a LAN class need not have been measured.
+    lan = params.link("lan") if max(clusters) > 1 or "lan" in params.classes else NO_LINK
     p = sum(clusters)
     m = max(big_m, 1)
     pw, pl = len(clusters), max(clusters)

@@ -126,12 +126,20 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    bench_header("bcast", argc, argv, &o);
-    prctl(PR_SET_TIMERSLACK, 1000UL);
-    bench_sync_clocks();
     struct layout l = layout_of(rank, size);
     int pl = 0;
     for (int c = 0; c < l.nclusters; c++) pl = l.count[c] > pl ? l.count[c] : pl;
+    if (wanted(o.collectives, "pipelined") &&
+        ((l.nclusters > 1 && !model.wan.present) || (pl > 1 && !model.lan.present))) {
+        if (rank == 0)
+            fprintf(stderr, "bcast: %s has no '%s' link class, which this placement needs\n",
+                    o.params, l.nclusters > 1 && !model.wan.present ? "wan" : "lan");
+        MPI_Finalize();
+        return 2;
+    }
+    bench_header("bcast", argc, argv, &o);
+    prctl(PR_SET_TIMERSLACK, 1000UL);
+    bench_sync_clocks();
     char *buf = calloc((size_t)o.max_size, 1);
     for (long b = o.min_size; b > 0 && b <= o.max_size; b = bench_next_size(&o, b)) {
         for (int a = 0; a < 2; a++) {

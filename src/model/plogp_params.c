@@ -8,6 +8,7 @@
 double ist_plogp_at(const struct ist_plogp_class *c, const double *ys, double x)
 {
     int n = c->n;
+    if (n == 0) return 0.0; /* a class not measured: it costs nothing (no such links) */
     if (n == 1) return ys[0];
     int i = 1;
     while (i < n - 1 && (double)c->sizes[i] < x) i++;

@@ -79,21 +79,24 @@ GRID = [
 ]
 
 
-def pipelined(w: model.Layer, ln: model.Layer, pw: int, pl: int, m: int, big_m: int) -> model.Shape:
-    return model.best_pipelined_for(w, ln, pw, pl, m, big_m)
+def pipelined(
+    w: model.Layer, ln: model.Layer, pw: int, pl: int, m: int, big_m: int, every: bool = False
+) -> model.Shape:
+    return model.best_pipelined_for(w, ln, pw, pl, m, big_m, every)
 
 
 def test_heuristic_against_exhaustive_search() -> None:
-    """The paper's heuristic never beats the exhaustive search (a sanity bound) and misses
-    its optimum by little; results/model/ reports where and by how much."""
+    """Nothing beats the exhaustive search over every segmentation and every tree degree;
+    the paper's segment-size search (binary steps, hill climbing) finds the best
+    segmentation for its own degree rule within 10%. Where the degree rule itself misses:
+    scripts/model_heuristic.py -> results/model/heuristic.json."""
     worst = 0.0
     for lan, wan, clusters, big in GRID:
         w, ln = model.wan_layer(linear(*wan), linear(*lan)), model.lan_layer(linear(*lan))
         cost = functools.partial(pipelined, w, ln, len(clusters), max(clusters), big_m=big)
-
-        h, e = model.optimize(big, cost), model.exhaustive(big, cost)
-        assert h.time >= e.time - 1e-9
-        worst = max(worst, h.time / e.time - 1)
+        h = model.optimize(big, cost)
+        assert h.time >= model.exhaustive(big, functools.partial(cost, every=True)).time - 1e-9
+        worst = max(worst, h.time / model.exhaustive(big, cost).time - 1)
     assert worst < 0.10
 
 
@@ -189,3 +192,11 @@ def test_cli_bad_input(isthmus: Run, tmp_path: Path, args: list[str], message: s
     done = isthmus("model", "predict", "-p", TWO_CLUSTERS, *args)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_one_rank_per_cluster_needs_no_lan_class() -> None:
+    params = plogp.Params("x", "test", {"wan": linear(10000, 1.0, 50, 10)})
+    preds = {p.name: p.shape for p in model.predict_bcast(params, [1, 1, 1, 1], 1 << 20)}
+    assert preds["two-layer pipelined"].degree == 3
+    with pytest.raises(UserError, match="no 'lan' link class"):
+        model.predict_bcast(params, [2, 2], 1 << 20)
