@@ -79,6 +79,7 @@ def bench(
     overrides: tuple[str, ...] = (),
     net: str | None = None,
     timeout: float | None = None,
+    nranks: int | None = None,
 ) -> int:
     if name not in PROGRAMS:
         raise UserError(f"unknown benchmark {name!r}: expected one of {', '.join(PROGRAMS)}")
@@ -91,6 +92,7 @@ def bench(
         net=net,
         timeout=timeout,
         stdout=output,
+        nranks=nranks,
     )
     rc = run(req)
     if output.exists() and output.stat().st_size:

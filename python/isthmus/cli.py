@@ -130,20 +130,23 @@ def cmd_platform_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timeout_option(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        timeout = parse_duration(text)
+    except UnitError as e:
+        raise UserError(f"--timeout: {e}") from None
+    if timeout <= 0:
+        raise UserError(f"--timeout {text}: expected a positive duration such as 30s or 10min")
+    return timeout
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     app = list(args.app)
     if app and app[0] == "--":
         app = app[1:]
-    timeout = None
-    if args.timeout is not None:
-        try:
-            timeout = parse_duration(args.timeout)
-        except UnitError as e:
-            raise UserError(f"--timeout: {e}") from None
-        if timeout <= 0:
-            raise UserError(
-                f"--timeout {args.timeout}: expected a positive duration such as 30s or 10min"
-            )
+    timeout = _timeout_option(args.timeout)
     if args.n is not None and args.n < 1:
         raise UserError(f"-n {args.n}: expected a positive number of ranks")
     p = platform_mod.load(args.platform, args.set)
@@ -314,9 +317,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     extra = list(args.args)
     out = _output(args.output)
-    timeout = parse_duration(args.timeout) if args.timeout else None
+    timeout = _timeout_option(args.timeout)
     p = platform_mod.load(args.platform, args.set)
-    rc = bench.bench(args.name, p, args.mpi, extra, out, tuple(args.set), args.net, timeout)
+    if args.n is not None and args.n < 1:
+        raise UserError(f"-n {args.n}: expected a positive number of ranks")
+    rc = bench.bench(args.name, p, args.mpi, extra, out, tuple(args.set), args.net, timeout, args.n)
     print(f"wrote {out}")
     return rc
 
@@ -485,6 +490,7 @@ def build_parser() -> Parser:
     bp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     bp.add_argument("--net", metavar="NAME", help="use this emulated network if it is up")
     bp.add_argument("--timeout", metavar="DURATION")
+    bp.add_argument("-n", type=int, help="run only the first N ranks of the platform")
     bp.add_argument("-o", "--output", default="bench.jsonl", metavar="OUT.jsonl")
     bp.set_defaults(func=cmd_bench, args=[])
 

@@ -228,3 +228,19 @@ def test_bcast_needs_parameters(isthmus: Run, tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "the pipelined broadcast needs --params FILE" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-n", "0"], "-n 0: expected a positive number of ranks"),
+        (["--timeout", "soon"], "--timeout: expected a duration"),
+        (["--mpi", "mpich", "nosuch"], "unknown benchmark 'nosuch'"),
+    ],
+)
+def test_bench_bad_input(isthmus: Run, tmp_path: Path, args: list[str], message: str) -> None:
+    name = "pingpong" if "nosuch" not in args else "nosuch"
+    args = [a for a in args if a != "nosuch"]
+    done = isthmus("bench", name, "-p", TWO_CLUSTERS, *args, "-o", tmp_path / "x.jsonl")
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
