@@ -79,7 +79,6 @@ def bench(
     overrides: tuple[str, ...] = (),
     net: str | None = None,
     timeout: float | None = None,
-    nranks: int | None = None,
 ) -> int:
     if name not in PROGRAMS:
         raise UserError(f"unknown benchmark {name!r}: expected one of {', '.join(PROGRAMS)}")
@@ -92,7 +91,6 @@ def bench(
         net=net,
         timeout=timeout,
         stdout=output,
-        nranks=nranks,
     )
     rc = run(req)
     if output.exists() and output.stat().st_size:

@@ -319,9 +319,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out = _output(args.output)
     timeout = _timeout_option(args.timeout)
     p = platform_mod.load(args.platform, args.set)
-    if args.n is not None and args.n < 1:
-        raise UserError(f"-n {args.n}: expected a positive number of ranks")
-    rc = bench.bench(args.name, p, args.mpi, extra, out, tuple(args.set), args.net, timeout, args.n)
+    rc = bench.bench(args.name, p, args.mpi, extra, out, tuple(args.set), args.net, timeout)
     print(f"wrote {out}")
     return rc
 
@@ -490,7 +488,6 @@ def build_parser() -> Parser:
     bp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     bp.add_argument("--net", metavar="NAME", help="use this emulated network if it is up")
     bp.add_argument("--timeout", metavar="DURATION")
-    bp.add_argument("-n", type=int, help="run only the first N ranks of the platform")
     bp.add_argument("-o", "--output", default="bench.jsonl", metavar="OUT.jsonl")
     bp.set_defaults(func=cmd_bench, args=[])
 

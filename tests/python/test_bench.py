@@ -233,7 +233,6 @@ def test_bcast_needs_parameters(isthmus: Run, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-n", "0"], "-n 0: expected a positive number of ranks"),
         (["--timeout", "soon"], "--timeout: expected a duration"),
         (["--mpi", "mpich", "nosuch"], "unknown benchmark 'nosuch'"),
     ],
