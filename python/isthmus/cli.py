@@ -479,10 +479,10 @@ def build_parser() -> Parser:
     bp = sub.add_parser(
         "bench",
         help="run a benchmark program on a platform",
-        usage="isthmus bench {pingpong,bw,bibw,coll,logp} -p PLATFORM [options] "
+        usage="isthmus bench {pingpong,bw,bibw,coll,logp,bcast} -p PLATFORM [options] "
         "[-- PROGRAM OPTIONS]",
     )
-    bp.add_argument("name", help="pingpong, bw, bibw, coll or logp")
+    bp.add_argument("name", help="pingpong, bw, bibw, coll, logp or bcast")
     bp.add_argument("-p", "--platform", required=True)
     bp.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi")
     bp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
