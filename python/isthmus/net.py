@@ -385,23 +385,7 @@ def _start_router(conf: Path, log: Path, dies_with_parent: bool = False) -> int:
         reason = log.read_text().strip().splitlines()
         raise UserError(f"the router did not start: {reason[-1] if reason else 'no message'}")
     proc.stdout.close()
-    _realtime(proc.pid)
     return proc.pid
-
-
-# The router plays the network hardware: it must not wait for a core behind MPI ranks
-# that spin or compute. Under SCHED_FIFO it preempts them at once; its work per packet is
-# bounded (it polls at most spin_ns before a packet is due) and the kernel's RT throttling
-# keeps 5% of each core for everything else. Measured on 2 cores with 2 spinning MPICH
-# ranks: the extra round trip of a 5 ms link fell from 509 to 250 us (results/model/).
-ROUTER_RT_PRIORITY = 10
-
-
-def _realtime(pid: int) -> None:
-    """Give the router a real-time priority where allowed (root; not in a user namespace
-    without CAP_SYS_NICE on the machine), else leave it as it is."""
-    with contextlib.suppress(OSError, AttributeError):
-        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(ROUTER_RT_PRIORITY))
 
 
 def remove_orphans() -> list[str]:
