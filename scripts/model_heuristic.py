@@ -11,7 +11,6 @@ Usage: scripts/model_heuristic.py [OUT_DIR]   (about a minute; no MPI)
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -48,12 +47,6 @@ def shape(s: model.Shape) -> dict[str, Any]:
     }
 
 
-def cost(
-    w: model.Layer, ln: model.Layer, pw: int, pl: int, big: int, every: bool, m: int
-) -> model.Shape:
-    return model.best_pipelined_for(w, ln, pw, pl, m, big, every)
-
-
 def main() -> int:
     out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "results" / "model"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -64,9 +57,9 @@ def main() -> int:
         for layout in LAYOUTS:
             pw, pl = len(layout), max(layout)
             for big in SIZES:
-                h = model.optimize(big, functools.partial(cost, w, ln, pw, pl, big, False))
-                best = model.exhaustive(big, functools.partial(cost, w, ln, pw, pl, big, True))
-                pruned = model.exhaustive(big, functools.partial(cost, w, ln, pw, pl, big, False))
+                h = model.best_pipelined(w, ln, pw, pl, big)
+                best = model.best_pipelined(w, ln, pw, pl, big, model.exhaustive, every=True)
+                pruned = model.best_pipelined(w, ln, pw, pl, big, model.exhaustive)
                 rows.append(
                     {
                         "parameters": name,

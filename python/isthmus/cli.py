@@ -11,7 +11,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, net, rootless
+from . import __version__, atomic, net, rootless
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
@@ -64,21 +64,15 @@ def cmd_platform_export(args: argparse.Namespace) -> int:
     xml, hosts = simgrid.export(p), simgrid.hostfile(p)
     if args.output:
         out = _output(args.output)
-        _write_atomically(out, xml)
+        atomic.write_text(out, xml)
         print(f"wrote {out}")
     else:
         sys.stdout.write(xml)
     if args.hostfile:
         hf = _output(args.hostfile)
-        _write_atomically(hf, hosts)
+        atomic.write_text(hf, hosts)
         print(f"wrote {hf}", file=sys.stderr if not args.output else sys.stdout)
     return 0
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def cmd_platform_show(args: argparse.Namespace) -> int:

@@ -218,6 +218,30 @@ def exhaustive(big_m: int, cost: Callable[[int], Shape]) -> Shape:
     return best
 
 
+Search = Callable[[int, Callable[[int], Shape]], Shape]
+
+
+def best_single(
+    layer: Layer, p: int, big_m: int, search: Search = optimize, every: bool = False
+) -> Shape:
+    """The best segmented tree of one layer: by the heuristic, or by exhaustive search
+    (search=exhaustive; every=True also tries every degree)."""
+    return search(big_m, lambda m: best_single_for(layer, p, m, big_m, every))
+
+
+def best_pipelined(
+    wan: Layer,
+    lan: Layer,
+    pw: int,
+    pl: int,
+    big_m: int,
+    search: Search = optimize,
+    every: bool = False,
+) -> Shape:
+    """The best pipelined two-layer broadcast, searched as best_single is."""
+    return search(big_m, lambda m: best_pipelined_for(wan, lan, pw, pl, m, big_m, every))
+
+
 # ---------------------------------------------------------------------------------------
 # The broadcasts `isthmus model predict` compares
 
@@ -261,13 +285,10 @@ def predict_bcast(params: Params, clusters: list[int], big_m: int) -> list[Predi
     out.append(Prediction("flat", Shape(t, m, 1, p - 1, 1, 0, 0, gamma, bound), one))
     binom = binomial_time(flat_net, p, m)
     out.append(Prediction("binomial", Shape(binom, m, 1, 0, tree_height(p, 2)), one))
-    out.append(
-        Prediction("optimized", optimize(m, lambda s: best_single_for(flat_net, p, s, m)), one)
-    )
+    out.append(Prediction("optimized", best_single(flat_net, p, m), one))
     if pw > 1:
         w, lnl = wan_layer(params.link("wan"), lan), lan_layer(lan)
-        tw = optimize(m, lambda s: best_single_for(w, pw, s, m))
-        tl = optimize(m, lambda s: best_single_for(lnl, pl, s, m))
+        tw, tl = best_single(w, pw, m), best_single(lnl, pl, m)
         seq = Shape(
             tw.time + tl.time,
             tw.segment,
@@ -280,6 +301,6 @@ def predict_bcast(params: Params, clusters: list[int], big_m: int) -> list[Predi
             tw.gamma_bound,
         )
         out.append(Prediction("two-layer sequential", seq, f"{pw} clusters, then their LANs"))
-        pipe = optimize(m, lambda s: best_pipelined_for(w, lnl, pw, pl, s, m))
+        pipe = best_pipelined(w, lnl, pw, pl, m)
         out.append(Prediction("two-layer pipelined", pipe, f"{pw} clusters and their LANs"))
     return out

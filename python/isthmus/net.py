@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from . import atomic, paths
 from .errors import UserError
 from .platform import LinkModel, Platform, parse_link
 
@@ -348,9 +348,7 @@ def up(
             [lk.name for lk in p.links],
             owner_pid,
         )
-        tmp = d / "state.json.tmp"
-        tmp.write_text(json.dumps(asdict(st), indent=1))
-        tmp.replace(d / "state.json")
+        atomic.write_text(d / "state.json", json.dumps(asdict(st), indent=1))
         return st
     except BaseException:
         down(name)

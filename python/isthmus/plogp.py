@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import atomic
 from .bench import read_records
 from .errors import UserError
 from .platform import Cluster, LinkModel, Platform
@@ -104,9 +105,7 @@ def write(params: Params, path: Path) -> None:
         lines.append(f"class {name} L {c.L:.3f}")
         for m, o_s, o_r, g in zip(c.sizes, c.os_, c.or_, c.g_, strict=True):
             lines.append(f"point {name} {m} os {o_s:.3f} or {o_r:.3f} g {g:.3f}")
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(path)
+    atomic.write_text(path, "\n".join(lines) + "\n")
 
 
 def read(path: Path) -> Params:

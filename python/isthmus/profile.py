@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from . import atomic
 from .errors import UserError
 from .units import format_size
 
@@ -319,6 +320,4 @@ img{{max-width:100%}}</style></head>
 {tables}
 </body></html>
 """
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page)
-    tmp.replace(out)
+    atomic.write_text(out, page)

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from . import __version__, mpi, net, paths, rootless
+from . import __version__, atomic, mpi, net, paths, rootless
 from .errors import UserError
 from .platform import Platform
 
@@ -202,9 +202,7 @@ def _annotate_profile(path: Path, run_info: dict[str, Any]) -> None:
     """Add how the run was made to the profile the layer wrote (atomically)."""
     data = json.loads(path.read_text())
     data["run"] = run_info
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
+    atomic.write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def run(req: RunRequest) -> int:

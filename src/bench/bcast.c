@@ -148,9 +148,13 @@ int main(int argc, char **argv)
             struct bcast_plan p = {.buf = buf, .bytes = b, .segment = b, .segments = 1, .parent = -1};
             struct ist_bcast_shape s = {0};
             if (a == 0) {
-                s = l.nclusters > 1 ? ist_bcast_best_pipelined(&model, l.nclusters, pl, b)
-                                    : ist_bcast_best_single(&model, size, b);
-                if (l.nclusters == 1) s.lan_degree = s.degree, s.degree = 0;
+                if (l.nclusters > 1) {
+                    s = ist_bcast_best_pipelined(&model, l.nclusters, pl, b);
+                } else { /* one cluster: the single-layer tree is the LAN tree */
+                    s = ist_bcast_best_single(&model, size, b);
+                    s.lan_degree = s.degree;
+                    s.degree = 0;
+                }
                 p.segment = s.segment;
                 p.segments = s.segments;
                 plan_tree(&p, &l, s.degree > 0 ? s.degree : 1, s.lan_degree > 0 ? s.lan_degree : 1);

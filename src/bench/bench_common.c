@@ -36,8 +36,9 @@ void bench_parse(int argc, char **argv, const char *name, struct bench_options *
         else if (strcmp(a, "--perturbation") == 0) o->perturbation = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--precision") == 0) o->precision = strtod(v, &end);
         else if (strcmp(a, "--collectives") == 0 || strcmp(a, "--params") == 0) {
-            *(a[2] == 'c' ? &o->collectives : &o->params) = v;
-            end = (char *)v + strlen(v);
+            if (a[2] == 'c') o->collectives = v;
+            else o->params = v;
+            end = (char *)v + strlen(v); /* text: nothing to parse */
         } else usage(name, a);
         if (!end || *end) usage(name, v);
         i++;

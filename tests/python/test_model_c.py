@@ -3,7 +3,6 @@ with the same predicted times, on a grid of platforms, layouts and sizes."""
 
 from __future__ import annotations
 
-import functools
 import random
 import subprocess
 from pathlib import Path
@@ -50,22 +49,12 @@ def python_choice(params: plogp.Params, query: tuple[int, ...]) -> tuple[float, 
     lan = model.lan_layer(params.classes["lan"])
     if len(query) == 2:
         p, big = query
-        s = model.optimize(big, functools.partial(_single, lan, p, big))
+        s = model.best_single(lan, p, big)
     else:
         pw, pl, big = query
         wan = model.wan_layer(params.classes["wan"], params.classes["lan"])
-        s = model.optimize(big, functools.partial(_pipelined, wan, lan, pw, pl, big))
+        s = model.best_pipelined(wan, lan, pw, pl, big)
     return (s.time, s.segment, s.segments, s.degree, s.height, s.lan_degree, s.lan_height)
-
-
-def _single(lan: model.Layer, p: int, big: int, m: int) -> model.Shape:
-    return model.best_single_for(lan, p, m, big)
-
-
-def _pipelined(
-    wan: model.Layer, lan: model.Layer, pw: int, pl: int, big: int, m: int
-) -> model.Shape:
-    return model.best_pipelined_for(wan, lan, pw, pl, m, big)
 
 
 @pytest.mark.parametrize(("name", "params"), cases(), ids=[c[0] for c in cases()])
