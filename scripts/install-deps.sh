@@ -3,15 +3,16 @@
 # iproute2, SimGrid (SMPI, for comparisons), and a Python venv with pinned dependencies.
 # Idempotent: when everything is present it only checks (well under a second).
 #   scripts/install-deps.sh          what building and testing need
-#   scripts/install-deps.sh demo     also the applications the demo runs (LAMMPS)
+#   scripts/install-deps.sh demo     also the applications the demo runs (LAMMPS, NetPIPE)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_packages=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev libucx-dev gfortran g++ cmake make pkg-config
   python3 python3-venv python3-mpi4py python3-numpy iproute2 libsimgrid-dev
+  chromium  # the report test renders the page headless
 )
-[ "${1:-}" = demo ] && apt_packages+=(lammps)
+[ "${1:-}" = demo ] && apt_packages+=(lammps netpipe-openmpi netpipe-mpich2)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

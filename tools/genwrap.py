@@ -13,10 +13,12 @@ Each wrapper has the same shape: when profiling is off, or when it is entered fr
 another wrapper (MPICH's Fortran entries call the C MPI_X), it only forwards; otherwise
 it times the call and hands the arguments named in the list to a recording helper.
 
-A blocking C function also gets a sleeping form for oversubscribed runs (sleep_wait.c):
-when its nonblocking twin MPI_IX takes the same arguments plus a request (or a request in
-place of the status), the form starts MPI_IX and waits by testing and sleeping; the
-functions in HAND_SLEEP have hand-written forms. ist_sleep_wait selects them at run time.
+A blocking collective first tries its WAN-aware form (src/coll, declared in the generated
+hier_calls.h), which may decline. A blocking C function also gets a sleeping form for
+oversubscribed runs (sleep_wait.c): when its nonblocking twin MPI_IX takes the same
+arguments plus a request (or a request in place of the status), the form starts MPI_IX and
+waits by testing and sleeping; the functions in HAND_SLEEP have hand-written forms.
+ist_sleep_wait selects them at run time.
 """
 
 from __future__ import annotations
@@ -113,7 +115,8 @@ def parse_list(path: Path) -> list[Function]:
 
 def record_call(f: Function) -> str:
     args = "".join(f", {a}" for a in f.record_args)
-    return f"ist_rec_{f.recorder}({f.enum}, ist_dt{args});"
+    wan = f" ist_rec_wan({f.enum});" if f.group == "coll" else ""
+    return f"ist_rec_{f.recorder}({f.enum}, ist_dt{args});{wan}"
 
 
 def uses_status(f: Function) -> bool:
@@ -194,13 +197,27 @@ def gen_c_wrapper(f: Function, by_name: dict[str, Function]) -> str:
         if twin is not None:
             sleep_form = gen_sleep_form(f, twin)
         call = f"(ist_sleep_wait ? ist_sleepwait_{f.name[4:]}({f.arg_names()}) : {call})"
+    hier = ""
+    if f.group == "coll":
+        # WAN-aware collectives (src/coll): the hierarchical algorithm, unless it declines.
+        hier = f"""
+static inline int ist_coll_{f.name[4:]}({decl})
+{{
+    if (ist_hier_enabled) {{
+        const int ist_h = ist_hier_{f.name[4:]}({f.arg_names()});
+        if (ist_h != IST_HIER_DECLINED) return ist_h;
+    }}
+    return {call};
+}}
+"""
+        call = f"ist_coll_{f.name[4:]}({f.arg_names()})"
     status = ""
     if uses_status(f):
         status = (
             "    MPI_Status ist_status;\n"
             "    if (status == MPI_STATUS_IGNORE) status = &ist_status;\n"
         )
-    return f"""{sleep_form}
+    return f"""{sleep_form}{hier}
 int {f.name}({decl})
 {{
     if (IST_PASS_THROUGH()) return {call};
@@ -231,6 +248,61 @@ def fortran_conversion(p: Param) -> str | None:
     return None
 
 
+def fortran_to_c(p: Param) -> str | None:
+    """The C argument expression for p in a WAN-aware collective called from Fortran, or
+    None when it needs a converted array (datatype arrays: ist_ftypes)."""
+    if "void" in p.ctype:
+        return f"ist_f2c_buffer({p.name}_f)"
+    if p.base == "int":
+        return f"(const int *){p.name}_f" if p.array else f"(int)*{p.name}_f"
+    if p.base == "MPI_Op":
+        return f"PMPI_Op_f2c(*{p.name}_f)"
+    if p.base in F2C_HANDLE and not p.array:
+        return f"{F2C_HANDLE[p.base]}(*{p.name}_f)"
+    return None
+
+
+def gen_fortran_hier(f: Function) -> str:
+    """Open MPI's Fortran collectives call PMPI_X, past the C wrapper: under Open MPI the
+    Fortran wrapper itself converts the arguments and tries the WAN-aware form (MPICH's
+    reach the C MPI_X, where the C wrapper does, except mpi_f08 ones without a buffer)."""
+    fdecl = ", ".join(
+        [*(("void *" if "void" in p.ctype else "MPI_Fint *") + f"{p.name}_f" for p in f.params)]
+    )
+    setup, args, cleanup = [], [], []
+    for p in f.params:
+        expr = fortran_to_c(p)
+        if expr is None:  # an array of datatypes, one per rank of the communicator
+            setup.append(f"MPI_Datatype *{p.name} = ist_ftypes({p.name}_f, comm_f);")
+            setup.append(f"if (!{p.name}) return 0;")
+            cleanup.append(f"free({p.name});")
+            expr = p.name
+        args.append(expr)
+    body = "\n    ".join(setup)
+    after = " ".join(cleanup)
+    # Without a choice buffer (Barrier) MPICH's mpi_f08 entry calls PMPI_X too, and no
+    # Fortran sentinel is involved: converted for every MPI.
+    guard = "#ifdef OPEN_MPI" if any("void" in p.ctype for p in f.params) else "#if 1"
+    return f"""
+static inline int ist_fhier_{f.name}({fdecl}, MPI_Fint *ierr)
+{{
+{guard}
+    if (!ist_hier_enabled) return 0;
+    {body}
+    const int ist_h = ist_hier_{f.name[4:]}({", ".join(args)});
+    {after}
+    if (ist_h == IST_HIER_DECLINED) return 0;
+    *ierr = (MPI_Fint)ist_h;
+    return 1;
+#else
+    (void)ierr;
+    {" ".join(f"(void){p.name}_f;" for p in f.params)}
+    return 0;
+#endif
+}}
+"""
+
+
 def gen_fortran_wrapper(f: Function) -> str:
     lower = f.name.lower()
     fparams = [("void *" if "void" in p.ctype else "MPI_Fint *") + f"{p.name}_f" for p in f.params]
@@ -258,6 +330,7 @@ def gen_fortran_wrapper(f: Function) -> str:
     rec_args = "".join(f", {a}" for a in record_args)
     convert = " ".join(c for c in conversions if c)
     body_name = f"ist_fbody_{f.name}"
+    wan = f" ist_rec_wan({f.enum});" if f.group == "coll" else ""
     # MPICH's mpi_f08 routines without a choice buffer call PMPI_X directly (those with one
     # reach the C MPI_X); their profiling twins are named pmpir_x_f08_.
     mpich_f08 = ""
@@ -272,17 +345,22 @@ def gen_fortran_wrapper(f: Function) -> str:
         f'void {alias}({fdecl}) __attribute__((alias("{lower}_")));'
         for alias in (lower, f"{lower}__", f.name.upper())
     )
-    return f"""
+    hier, call = "", f"pmpi({pass_args});"
+    if f.group == "coll":
+        hier = gen_fortran_hier(f)
+        call = f"if (!ist_fhier_{f.name}({pass_args})) pmpi({pass_args});"
+    timed_call = call.replace(f"pmpi({pass_args})", f"pmpi({timed_args})")
+    return f"""{hier}
 typedef void (*ist_ftype_{f.name})({ftypes}, MPI_Fint *);
 extern void p{lower}_({ftypes}, MPI_Fint *);
 static inline void {body_name}(ist_ftype_{f.name} pmpi, {fdecl})
 {{
-    if (IST_PASS_THROUGH()) {{ pmpi({pass_args}); return; }}
+    if (IST_PASS_THROUGH()) {{ {call} return; }}
 {status_setup}    ist_depth++;
     const uint64_t ist_t0 = ist_ticks();
-    pmpi({timed_args});
+    {timed_call}
     const uint64_t ist_dt = ist_ticks() - ist_t0;
-    {{ {convert} ist_rec_{recorder}({f.enum}, ist_dt{rec_args}); }}
+    {{ {convert} ist_rec_{recorder}({f.enum}, ist_dt{rec_args});{wan} }}
     ist_depth--;
 }}
 void {lower}_({fdecl}) {{ {body_name}(p{lower}_, {pass_args}); }}
@@ -298,6 +376,58 @@ PREAMBLE = """/* Generated by tools/genwrap.py from src/layer/mpi_functions.txt:
 #include <stdint.h>
 #include <mpi.h>
 #include "layer.h"
+#include "hier.h"
+#include "hier_calls.h"
+"""
+
+
+FORTRAN_PREAMBLE = """#include <stdlib.h>
+
+#ifdef OPEN_MPI
+/* Open MPI's Fortran sentinels (common blocks): MPI_IN_PLACE and MPI_BOTTOM. */
+extern int mpi_fortran_in_place_, mpi_fortran_bottom_;
+
+static inline void *ist_f2c_buffer(void *p)
+{
+    if (p == (void *)&mpi_fortran_in_place_) return MPI_IN_PLACE;
+    if (p == (void *)&mpi_fortran_bottom_) return MPI_BOTTOM;
+    return p;
+}
+
+/* A Fortran array of datatypes, one per rank of an intracommunicator, in C (malloc'd),
+ * or NULL for an intercommunicator (those stay native). */
+static inline MPI_Datatype *ist_ftypes(const MPI_Fint *types, const MPI_Fint *comm_f)
+{
+    MPI_Comm comm = PMPI_Comm_f2c(*comm_f);
+    int inter = 0, n = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) return NULL;
+    PMPI_Comm_size(comm, &n);
+    MPI_Datatype *out = malloc((size_t)(n > 0 ? n : 1) * sizeof *out);
+    for (int i = 0; i < n; i++) out[i] = PMPI_Type_f2c(types[i]);
+    return out;
+}
+#endif
+"""
+
+
+def gen_hier_calls_h(functions: list[Function]) -> str:
+    decls = "\n".join(
+        f"int ist_hier_{f.name[4:]}({', '.join(p.c_decl() for p in f.params)});"
+        for f in functions
+        if f.group == "coll"
+    )
+    return f"""/* Generated by tools/genwrap.py from src/layer/mpi_functions.txt: do not edit. */
+/* The hierarchical form of every blocking collective (src/coll/coll_*.c): its result, or
+ * IST_HIER_DECLINED when the native collective should run. */
+#ifndef ISTHMUS_HIER_CALLS_H
+#define ISTHMUS_HIER_CALLS_H
+
+#include <mpi.h>
+
+{decls}
+
+#endif
 """
 
 
@@ -313,8 +443,11 @@ def main() -> None:
     files = {
         "functions.h": gen_functions_h(functions),
         "functions.c": gen_functions_c(functions),
+        "hier_calls.h": gen_hier_calls_h(functions),
         "wrappers_c.c": PREAMBLE + "".join(gen_c_wrapper(f, by_name) for f in functions),
-        "wrappers_fortran.c": PREAMBLE + "".join(gen_fortran_wrapper(f) for f in functions),
+        "wrappers_fortran.c": PREAMBLE
+        + FORTRAN_PREAMBLE
+        + "".join(gen_fortran_wrapper(f) for f in functions),
     }
     for name, text in files.items():
         path = out / name

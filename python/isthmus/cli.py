@@ -75,6 +75,13 @@ def cmd_platform_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rank_span(ranks: list[int]) -> str:
+    """0-3 for consecutive ranks, 0,2,4 otherwise."""
+    if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ",".join(map(str, ranks))
+
+
 def cmd_platform_show(args: argparse.Namespace) -> int:
     p = platform_mod.load(args.file, args.set)
     console = Console()
@@ -84,10 +91,10 @@ def cmd_platform_show(args: argparse.Namespace) -> int:
     clusters = Table(title="Clusters")
     for col in ("cluster", "hosts", "ranks/host", "ranks", "world ranks", "LAN", "uplink"):
         clusters.add_column(col)
-    first = 0
+    placed = p.rank_clusters()
     for c in p.clusters:
-        span = f"{first}-{first + c.ranks - 1}" if c.ranks else ", ".join(c.host_patterns)
-        first += c.ranks
+        mine = [r for r, name in enumerate(placed) if name == c.name]
+        span = _rank_span(mine) if c.ranks else ", ".join(c.host_patterns)
         lan = _link_text(c.lan) if c.lan_emulated else "not emulated"
         clusters.add_row(
             c.name,
@@ -119,6 +126,7 @@ def cmd_platform_show(args: argparse.Namespace) -> int:
         )
     console.print(
         f"layer: collectives {p.layer.collectives}, wait {p.layer.wait}, "
+        f"placement {p.layer.placement}, "
         f"profile {'on' if p.layer.profile else 'off'}"
     )
     return 0
@@ -318,6 +326,46 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return rc
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from . import sweep as sweep_mod
+
+    out = Path(args.output)
+    if args.file:
+        if args.platform or args.args:
+            raise UserError("give either a sweep file or -p PLATFORM -- APP, not both")
+        s = sweep_mod.load_file(Path(args.file))
+    else:
+        if not args.platform or not args.args:
+            raise UserError("a sweep needs a sweep file or -p PLATFORM and an application after --")
+        app = sweep_mod.App(
+            name=args.name or Path(args.args[0]).name,
+            argv=tuple(args.args),
+            figures=tuple(sweep_mod.parse_figure(f) for f in args.figure),
+        )
+        s = sweep_mod.Sweep(
+            platform=Path(args.platform).resolve(),
+            apps=(app,),
+            overrides=tuple(args.set),
+            vary=tuple(sweep_mod.parse_vary(v) for v in args.vary),
+            mpis=sweep_mod.parse_list(args.mpi, sweep_mod.MPIS, "--mpi"),
+            colls=sweep_mod.parse_list(args.coll, platform_mod.COLLECTIVES_MODES, "--coll"),
+            repeat=args.repeat,
+            timeout=_timeout_option(args.timeout) or 600.0,
+            baseline=not args.no_baseline,
+        )
+    return sweep_mod.run_sweep(s, out)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from . import report
+
+    out_dir = Path(args.dir)
+    page = _output(args.output) if args.output else out_dir / "report.html"
+    report.write(out_dir, page, " ".join(["isthmus", "report", *sys.argv[2:]]))
+    print(f"wrote {page}")
+    return 0
+
+
 def _size_option(option: str, text: str) -> int:
     try:
         return parse_size(text)
@@ -485,6 +533,42 @@ def build_parser() -> Parser:
     bp.add_argument("-o", "--output", default="bench.jsonl", metavar="OUT.jsonl")
     bp.set_defaults(func=cmd_bench, args=[])
 
+    sw = sub.add_parser(
+        "sweep",
+        help="run applications over a matrix of WAN settings, MPIs and collectives",
+        usage="isthmus sweep -p PLATFORM [--vary KEY=V1,V2...]... [--mpi openmpi,mpich] "
+        "[--coll native,isthmus] [--repeat N] [-o DIR] -- APP [ARGS...]\n"
+        "       isthmus sweep SWEEP.toml [-o DIR]",
+    )
+    sw.add_argument("file", nargs="?", help="a sweep file (docs/sweep.md) instead of options")
+    sw.add_argument("-p", "--platform", help="platform file (TOML)")
+    sw.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sw.add_argument(
+        "--vary", action="append", default=[], metavar="KEY=V1,V2", help="repeatable: a product"
+    )
+    sw.add_argument("--mpi", default="openmpi", help="openmpi, mpich or both, comma-separated")
+    sw.add_argument("--coll", default="native", help="native, isthmus or both, comma-separated")
+    sw.add_argument("--repeat", type=int, default=1, help="runs per point (default 1)")
+    sw.add_argument("--timeout", metavar="DURATION", help="per point (default 10min)")
+    sw.add_argument(
+        "--figure",
+        action="append",
+        default=[],
+        metavar="NAME=REGEX",
+        help="a number the app prints, e.g. 'Mops=Mop/s total\\s*=\\s*([0-9.]+)'",
+    )
+    sw.add_argument("--name", help="the application's name in the results (default: its file)")
+    sw.add_argument(
+        "--no-baseline", action="store_true", help="skip the one-cluster run of the same ranks"
+    )
+    sw.add_argument("-o", "--output", default="sweep-out", metavar="DIR")
+    sw.set_defaults(func=cmd_sweep, args=[])
+
+    rep = sub.add_parser("report", help="an HTML page with plots from a sweep's results")
+    rep.add_argument("dir", metavar="DIR", help="the sweep's output directory")
+    rep.add_argument("-o", "--output", metavar="HTML", help="default: DIR/report.html")
+    rep.set_defaults(func=cmd_report)
+
     mp = sub.add_parser("model", help="the P-LogP model: parameters and predictions")
     msub = mp.add_subparsers(dest="action", required=True, parser_class=Parser)
     sp = msub.add_parser("fit", help="P-LogP parameters from logp benchmark results")
@@ -556,7 +640,7 @@ def build_parser() -> Parser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     program_args: list[str] = []
-    if argv[:1] == ["bench"] and "--" in argv:  # what follows -- belongs to the program
+    if argv[:1] in (["bench"], ["sweep"]) and "--" in argv:  # the rest is the program's
         cut = argv.index("--")
         argv, program_args = argv[:cut], argv[cut + 1 :]
     args = build_parser().parse_args(argv)

@@ -43,6 +43,16 @@ def program(mpi: str, name: str) -> Path:
     return _built(build_dir() / "bin" / mpi / name)
 
 
+def bench_dir(mpi: str) -> Path:
+    """Where the benchmark programs built for one MPI implementation are."""
+    return build_dir() / "bin" / mpi
+
+
+def isthmus_command() -> Path:
+    """The isthmus command of this checkout (sweeps run each point through it)."""
+    return ROOT / "bin" / "isthmus"
+
+
 def git_revision() -> str:
     """The checkout's revision, with '-dirty' when it has uncommitted changes."""
     try:

@@ -19,6 +19,7 @@ from .units import UnitError, parse_duration, parse_rate, parse_size
 JITTER_DISTRIBUTIONS = ("uniform", "normal")
 COLLECTIVES_MODES = ("native", "isthmus")
 WAIT_MODES = ("auto", "spin", "sleep")
+PLACEMENTS = ("block", "round-robin")
 LINK_KEYS = ("latency", "bandwidth", "jitter", "jitter_distribution", "loss", "loss_burst", "queue")
 
 
@@ -72,6 +73,40 @@ class LayerSettings:
     collectives: str = "native"
     wait: str = "auto"
     profile: bool = False
+    placement: str = "block"  # how world ranks map onto clusters
+
+
+# The collectives libisthmus has a WAN-aware form of (src/coll), by their selector names.
+COLLECTIVE_NAMES = (
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "gather",
+    "gatherv",
+    "scatter",
+    "scatterv",
+    "allgather",
+    "allgatherv",
+    "alltoall",
+    "alltoallv",
+    "alltoallw",
+    "reduce_scatter",
+    "reduce_scatter_block",
+    "scan",
+    "exscan",
+)
+
+
+@dataclass(frozen=True)
+class CollectiveSettings:
+    """The [collectives] table: the selector of the WAN-aware collectives (docs/collectives.md)."""
+
+    disable: tuple[str, ...] = ()
+    algorithm: tuple[tuple[str, str], ...] = ()  # (collective, algorithm) forced
+    segment: int | None = None  # forced broadcast segment size in bytes
+    log: bool = False
+    params: Path | None = None  # a P-LogP parameter file; default: derived from the platform
 
 
 @dataclass(frozen=True)
@@ -84,6 +119,7 @@ class Platform:
     zippers: tuple[Zipper, ...] = ()
     io: IoServers | None = None
     layer: LayerSettings = field(default_factory=LayerSettings)
+    collectives: CollectiveSettings = field(default_factory=CollectiveSettings)
 
     @property
     def total_ranks(self) -> int:
@@ -102,9 +138,26 @@ class Platform:
                 return c
         raise KeyError(name)
 
+    def rank_clusters(self) -> list[str]:
+        """The cluster of every world rank of the clusters (zipper ranks come after):
+        in blocks in file order, or with layer.placement = "round-robin" one rank of each
+        cluster in turn (a cluster that has no ranks left is skipped)."""
+        if self.layer.placement == "block":
+            return [c.name for c in self.clusters for _ in range(c.ranks)]
+        out = []
+        for i in range(max((c.ranks for c in self.clusters), default=0)):
+            out += [c.name for c in self.clusters if i < c.ranks]
+        return out
+
     def rank_blocks(self) -> list[tuple[str, int]]:
-        """The block mapping of world ranks onto clusters, in file order."""
-        return [(c.name, c.ranks) for c in self.clusters]
+        """rank_clusters as runs of consecutive ranks: (cluster, count), in rank order."""
+        runs: list[tuple[str, int]] = []
+        for name in self.rank_clusters():
+            if runs and runs[-1][0] == name:
+                runs[-1] = (name, runs[-1][1] + 1)
+            else:
+                runs.append((name, 1))
+        return runs
 
 
 # ---------------------------------------------------------------------------------------
@@ -221,7 +274,9 @@ def _name_ok(name: str) -> bool:
 def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
     """Check a platform given as parsed TOML; raise UserError naming the first problem."""
     r = _Reader(source)
-    top = r.table(raw, "", ("name", "description", "clusters", "wan", "zippers", "io", "layer"))
+    top = r.table(
+        raw, "", ("name", "description", "clusters", "wan", "zippers", "io", "layer", "collectives")
+    )
     name = top.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise r.fail("name", f"expected a non-empty string, got {name!r}")
@@ -347,17 +402,47 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
             r.unit(t, "io", "stripe", parse_size, 64 * 1024),
         )
 
-    lt = r.table(top.get("layer", {}), "layer", ("collectives", "wait", "profile"))
+    lt = r.table(top.get("layer", {}), "layer", ("collectives", "wait", "profile", "placement"))
     profile = r.boolean(lt, "layer", "profile", False)
     layer = LayerSettings(
         collectives=r.choice(lt, "layer", "collectives", "native", COLLECTIVES_MODES),
         wait=r.choice(lt, "layer", "wait", "auto", WAIT_MODES),
+        placement=r.choice(lt, "layer", "placement", "block", PLACEMENTS),
         profile=profile,
     )
     description = top.get("description", "")
     if not isinstance(description, str):
         raise r.fail("description", f"expected a string, got {description!r}")
-    return Platform(name, path, description, tuple(clusters), wan, tuple(zippers), io, layer)
+    colls = _collective_settings(r, top.get("collectives", {}), path)
+    return Platform(name, path, description, tuple(clusters), wan, tuple(zippers), io, layer, colls)
+
+
+def _collective_settings(r: _Reader, value: Any, path: Path) -> CollectiveSettings:
+    t = r.table(value, "collectives", ("disable", "algorithm", "segment", "log", "params"))
+    disable = r.string_list(t, "collectives", "disable")
+    for d in disable:
+        if d not in COLLECTIVE_NAMES:
+            raise r.fail(
+                "collectives.disable",
+                f"unknown collective {d!r} (expected one of {', '.join(COLLECTIVE_NAMES)})",
+            )
+    algo = r.table(t.get("algorithm", {}), "collectives.algorithm", COLLECTIVE_NAMES)
+    for k, v in algo.items():
+        if not isinstance(v, str) or not v.replace("_", "").isalnum():
+            raise r.fail(f"collectives.algorithm.{k}", f"expected an algorithm name, got {v!r}")
+    segment = r.unit(t, "collectives", "segment", parse_size, None) if "segment" in t else None
+    if segment is not None and segment <= 0:
+        raise r.fail("collectives.segment", f"expected a positive size, got {t['segment']!r}")
+    params = t.get("params")
+    if params is not None and (not isinstance(params, str) or not params):
+        raise r.fail("collectives.params", f"expected a file name, got {params!r}")
+    return CollectiveSettings(
+        disable=disable,
+        algorithm=tuple(sorted(algo.items())),
+        segment=int(segment) if segment is not None else None,
+        log=r.boolean(t, "collectives", "log", False),
+        params=(path.parent / params) if params else None,
+    )
 
 
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Platform:

@@ -86,6 +86,19 @@ class Profile:
             acc[(r.bucket_low, r.function)][1] += r.bytes
         return sorted(((b, f, c, n) for (b, f), (c, n) in acc.items()), key=lambda t: (t[1], t[0]))
 
+    def wan(self) -> list[tuple[str, int, int, int]]:
+        """(function, calls, messages, bytes) that libisthmus's WAN-aware collectives sent
+        across wide-area links, summed over ranks; calls are counted once per call (the
+        most any rank made), by function name."""
+        calls: dict[str, int] = defaultdict(int)
+        msgs: dict[str, int] = defaultdict(int)
+        nbytes: dict[str, int] = defaultdict(int)
+        for _rank, fn, c, m, b in self.data.get("wan", {}).get("rows", []):
+            calls[fn] = max(calls[fn], c)
+            msgs[fn] += m
+            nbytes[fn] += b
+        return sorted((fn, calls[fn], msgs[fn], nbytes[fn]) for fn in calls)
+
     def traffic(self, kind: str) -> dict[str, Any]:
         result: dict[str, Any] = self.data["traffic"][kind]
         return result
@@ -206,6 +219,29 @@ def show(p: Profile, console: Console) -> None:
             _pct(inter["bytes"], intra["bytes"] + inter["bytes"]),
         )
     console.print(split)
+
+    wan = p.wan()
+    if wan:
+        wt = Table(title="WAN-aware collectives: what crossed wide-area links (all ranks)")
+        for col in (
+            "function",
+            "calls",
+            "messages",
+            "bytes",
+            "messages per call",
+            "bytes per call",
+        ):
+            wt.add_column(col, justify="left" if col == "function" else "right")
+        for fn, calls, msgs, nbytes in wan:
+            wt.add_row(
+                fn,
+                str(calls),
+                str(msgs),
+                format_size(nbytes),
+                f"{msgs / calls:g}",
+                format_size(nbytes // calls),
+            )
+        console.print(wt)
 
     for kind, label in KINDS.items():
         cm = Table(title=f"Bytes between clusters, {label} (row: from, column: to)")

@@ -92,6 +92,46 @@ def layer_environment(
     return env
 
 
+# The selector's variables: set in the environment of isthmus run, they win over the file.
+COLLECTIVE_VARIABLES = (
+    "ISTHMUS_COLL",
+    "ISTHMUS_COLL_DISABLE",
+    "ISTHMUS_COLL_ALGORITHM",
+    "ISTHMUS_COLL_SEGMENT",
+    "ISTHMUS_COLL_LOG",
+    "ISTHMUS_PLOGP",
+)
+
+
+def collective_environment(platform: Platform, workdir: Path) -> dict[str, str]:
+    """The WAN-aware collectives' settings for libisthmus (src/coll/hier.h), from the
+    platform's layer.collectives and [collectives], then the caller's environment. The
+    model parameters are the file [collectives] params names (checked against the
+    platform), or derived from the platform's links into workdir."""
+    from . import plogp  # not at the top: plogp reads benchmark files, and bench runs us
+
+    c = platform.collectives
+    env = {"ISTHMUS_COLL": platform.layer.collectives}
+    if c.disable:
+        env["ISTHMUS_COLL_DISABLE"] = ",".join(c.disable)
+    if c.algorithm:
+        env["ISTHMUS_COLL_ALGORITHM"] = ",".join(f"{k}:{v}" for k, v in c.algorithm)
+    if c.segment:
+        env["ISTHMUS_COLL_SEGMENT"] = str(c.segment)
+    if c.log:
+        env["ISTHMUS_COLL_LOG"] = "1"
+    if c.params is not None:
+        params = plogp.read(c.params)
+        plogp.check_platform(params, platform, c.params)
+        env["ISTHMUS_PLOGP"] = str(c.params.resolve())
+    elif len(platform.clusters) > 1:
+        derived = workdir / "plogp.txt"
+        plogp.write(plogp.from_platform(platform), derived)
+        env["ISTHMUS_PLOGP"] = str(derived)
+    env.update({k: os.environ[k] for k in COLLECTIVE_VARIABLES if k in os.environ})
+    return env
+
+
 def _die_with_parent() -> None:
     """In the launcher's child: get SIGTERM if isthmus itself dies, so no job is orphaned."""
     pr_set_pdeathsig = 1
@@ -123,11 +163,15 @@ def wait_mode(platform: Platform, impl: mpi.MpiImplementation, nranks: int, core
 
 
 def rank_namespaces(platform: Platform, netname: str) -> list[str]:
-    """The namespace of every world rank's host, in rank order."""
+    """The namespace of every world rank's host, in rank order: a cluster's ranks fill its
+    hosts in order, ranks_per_host each, whatever the placement."""
     out = []
-    for c in platform.clusters:
-        for h in range(c.hosts):
-            out += [net.netns_name(netname, f"{c.name}{h}")] * c.ranks_per_host
+    taken = dict.fromkeys((c.name for c in platform.clusters), 0)
+    per_host = {c.name: c.ranks_per_host for c in platform.clusters}
+    for name in platform.rank_clusters():
+        host = taken[name] // per_host[name]
+        taken[name] += 1
+        out.append(net.netns_name(netname, f"{name}{host}"))
     for z in platform.zippers:
         for h in range(z.hosts):
             out += [net.netns_name(netname, f"{z.name}{h}")] * z.ranks_per_host
@@ -185,7 +229,9 @@ def launch(
 
 def first_failure(status_dir: Path) -> int | None:
     """The exit code of the rank that failed first (128+N for signal N), from the files
-    isthmus-exec writes; None when every rank exited 0 or none wrote one."""
+    isthmus-exec writes; None when every rank exited 0 or none wrote one. Ranks that failed
+    before MPI_Finalize come first (the layer leaves finalizing-N when rank N enters it):
+    a rank failing inside it is usually a casualty of a peer that had already gone."""
     failures = []
     for f in status_dir.glob("rank-*"):
         try:
@@ -194,8 +240,9 @@ def first_failure(status_dir: Path) -> int | None:
             continue
         code = int(value) if how == "exit" else 128 + int(value)
         if code != 0:
-            failures.append((int(ns), code))
-    return min(failures)[1] if failures else None
+            in_finalize = (status_dir / f"finalizing-{f.name[len('rank-') :]}").exists()
+            failures.append((in_finalize, int(ns), code))
+    return min(failures)[2] if failures else None
 
 
 def _annotate_profile(path: Path, run_info: dict[str, Any]) -> None:
@@ -242,6 +289,7 @@ def run(req: RunRequest) -> int:
         with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
             layer_env = layer_environment(req.platform, impl, profile)
             layer_env["ISTHMUS_STATUS_DIR"] = status_dir
+            layer_env.update(collective_environment(req.platform, Path(status_dir)))
             layer_env["ISTHMUS_WAIT"] = wait_mode(req.platform, impl, nranks, cores)
             prefix: list[str] = []
             alive = None

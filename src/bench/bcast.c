@@ -20,6 +20,7 @@
 
 #include "bench_common.h"
 #include "bench_window.h"
+#include "coll_tree.h"
 #include "plogp.h"
 
 #define TAG 77
@@ -27,67 +28,41 @@
 struct bcast_plan {
     char *buf;
     long bytes, segment, segments;
-    int parent;            /* -1 at the root */
+    int parent;    /* -1 at the root */
     int nchildren;
-    int *children;         /* WAN children first, then LAN children */
-    MPI_Request *requests; /* one per segment */
+    int *children; /* WAN children first, then LAN children */
 };
 
-/* Ranks of cluster c (first and count) from the placement. */
+/* Clusters from the placement (numbered by their lowest rank), their sizes, and the
+ * cluster of every rank. */
 struct layout {
-    int nclusters, *first, *count, my_cluster, my_index;
+    int nclusters, *count, *cluster_of;
 };
 
-static struct layout layout_of(int rank, int size)
+static struct layout layout_of(int size)
 {
     struct layout l = {0};
-    l.first = calloc((size_t)size, sizeof(int));
     l.count = calloc((size_t)size, sizeof(int));
-    char prev[64] = "", c[64];
+    l.cluster_of = calloc((size_t)size, sizeof(int));
+    char (*names)[64] = calloc((size_t)size, sizeof *names);
     for (int r = 0; r < size; r++) {
+        char c[64];
         bench_cluster_of(r, c, sizeof c);
-        if (r == 0 || strcmp(c, prev) != 0) l.first[l.nclusters++] = r;
-        l.count[l.nclusters - 1]++;
-        if (r == rank) {
-            l.my_cluster = l.nclusters - 1;
-            l.my_index = r - l.first[l.nclusters - 1];
-        }
-        snprintf(prev, sizeof prev, "%s", c);
+        int k = 0;
+        while (k < l.nclusters && strcmp(names[k], c) != 0) k++;
+        if (k == l.nclusters) snprintf(names[l.nclusters++], sizeof names[0], "%s", c);
+        l.count[k]++;
+        l.cluster_of[r] = k;
     }
+    free(names);
     return l;
 }
 
-/* This rank's parent and children in the two-layer tree of degrees dw and dl. */
-static void plan_tree(struct bcast_plan *p, const struct layout *l, int dw, int dl)
-{
-    int ci = l->my_cluster, li = l->my_index, base = l->first[ci];
-    p->children = malloc((size_t)(dw + dl + 2) * sizeof(int));
-    p->nchildren = 0;
-    if (li == 0) {
-        p->parent = ci == 0 ? -1 : l->first[(ci - 1) / dw];
-        for (int j = 1; j <= dw; j++)
-            if (ci * dw + j < l->nclusters) p->children[p->nchildren++] = l->first[ci * dw + j];
-    } else {
-        p->parent = base + (li - 1) / dl;
-    }
-    for (int j = 1; j <= dl; j++)
-        if (li * dl + j < l->count[ci]) p->children[p->nchildren++] = base + li * dl + j;
-}
-
+/* The tree and pipeline of libisthmus's broadcast (src/coll/coll_tree.c), rooted at 0. */
 static void pipelined(void *ctx)
 {
     struct bcast_plan *p = ctx;
-    if (p->parent >= 0)
-        for (long s = 0; s < p->segments; s++) {
-            long off = s * p->segment, len = p->bytes - off < p->segment ? p->bytes - off : p->segment;
-            MPI_Irecv(p->buf + off, (int)len, MPI_BYTE, p->parent, TAG, MPI_COMM_WORLD, &p->requests[s]);
-        }
-    for (long s = 0; s < p->segments; s++) {
-        long off = s * p->segment, len = p->bytes - off < p->segment ? p->bytes - off : p->segment;
-        if (p->parent >= 0) MPI_Wait(&p->requests[s], MPI_STATUS_IGNORE);
-        for (int c = 0; c < p->nchildren; c++)
-            MPI_Send(p->buf + off, (int)len, MPI_BYTE, p->children[c], TAG, MPI_COMM_WORLD);
-    }
+    ist_pipeline(p->buf, p->bytes, p->segment, p->parent, p->children, p->nchildren, MPI_COMM_WORLD, TAG);
 }
 
 static void native(void *ctx)
@@ -126,7 +101,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    struct layout l = layout_of(rank, size);
+    struct layout l = layout_of(size);
     int pl = 0;
     for (int c = 0; c < l.nclusters; c++) pl = l.count[c] > pl ? l.count[c] : pl;
     if (wanted(o.collectives, "pipelined") &&
@@ -157,8 +132,9 @@ int main(int argc, char **argv)
                 }
                 p.segment = s.segment;
                 p.segments = s.segments;
-                plan_tree(&p, &l, s.degree > 0 ? s.degree : 1, s.lan_degree > 0 ? s.lan_degree : 1);
-                p.requests = malloc((size_t)p.segments * sizeof(MPI_Request));
+                int dw = s.degree > 0 ? s.degree : 1, dl = s.lan_degree > 0 ? s.lan_degree : 1;
+                p.children = malloc((size_t)(dw + dl) * sizeof(int));
+                p.nchildren = ist_two_layer_tree(l.cluster_of, size, 0, rank, dw, dl, &p.parent, p.children);
             }
             struct window_result w = bench_window_time(a == 0 ? pipelined : native, &p, o.iterations, o.warmup);
             if (rank == 0) {
@@ -172,14 +148,13 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
             free(p.children);
-            free(p.requests);
         }
         bench_progress("bcast", "%ld bytes", b);
     }
     if (wanted(o.collectives, "pipelined")) ist_plogp_free(&model);
     free(buf);
-    free(l.first);
     free(l.count);
+    free(l.cluster_of);
     MPI_Finalize();
     return 0;
 }

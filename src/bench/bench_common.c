@@ -15,7 +15,7 @@ static void usage(const char *name, const char *bad)
         fprintf(stderr,
                 "%s: bad option '%s'; expected --min-size B, --max-size B, --seconds-per-size S, "
                 "--iterations N, --warmup N, --peer RANK, --perturbation B, --collectives LIST, "
-                "--precision FRACTION, --params FILE\n",
+                "--precision FRACTION, --params FILE, --entries mpi,native\n",
                 name, bad);
     MPI_Finalize();
     exit(2);
@@ -23,6 +23,7 @@ static void usage(const char *name, const char *bad)
 
 void bench_parse(int argc, char **argv, const char *name, struct bench_options *o)
 {
+    if (!o->entries) o->entries = "mpi";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -35,9 +36,11 @@ void bench_parse(int argc, char **argv, const char *name, struct bench_options *
         else if (strcmp(a, "--peer") == 0) o->peer = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--perturbation") == 0) o->perturbation = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--precision") == 0) o->precision = strtod(v, &end);
-        else if (strcmp(a, "--collectives") == 0 || strcmp(a, "--params") == 0) {
+        else if (strcmp(a, "--collectives") == 0 || strcmp(a, "--params") == 0 ||
+                 strcmp(a, "--entries") == 0) {
             if (a[2] == 'c') o->collectives = v;
-            else o->params = v;
+            else if (a[2] == 'p') o->params = v;
+            else o->entries = v;
             end = (char *)v + strlen(v); /* text: nothing to parse */
         } else usage(name, a);
         if (!end || *end) usage(name, v);
@@ -49,6 +52,9 @@ void bench_parse(int argc, char **argv, const char *name, struct bench_options *
         o->iterations < 1 || o->warmup < 0 || o->perturbation < 0 || o->precision < 0 ||
         o->peer < (strcmp(name, "logp") == 0 ? 0 : 1) || o->peer >= size)
         usage(name, "(a value out of range; --peer must name another rank)");
+    if (strcmp(o->entries, "mpi") != 0 && strcmp(o->entries, "native") != 0 &&
+        strcmp(o->entries, "mpi,native") != 0 && strcmp(o->entries, "native,mpi") != 0)
+        usage(name, o->entries);
 }
 
 void bench_progress(const char *name, const char *fmt, ...)

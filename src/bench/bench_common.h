@@ -16,6 +16,10 @@ struct bench_options {
     const char *collectives; /* comma-separated list, or "all" */
     double precision;        /* logp: stop when the 95% interval is within this fraction */
     const char *params;      /* bcast: a P-LogP parameter file (docs/model.md) */
+    const char *entries;     /* coll: "mpi" (on MPI_COMM_WORLD: libisthmus's algorithm
+                                when it is on), "native" (on a duplicate named
+                                "isthmus:native", which libisthmus leaves to the MPI
+                                library), or both */
 };
 
 /* Parse the options every benchmark takes; prints usage and exits 2 on bad input (rank 0

@@ -12,7 +12,11 @@
  * short poll: with more ranks than cores, polling ranks would delay the others).
  * Reported per collective and size: minimum, median and maximum over iterations of that
  * latency, the mean over ranks of each rank's median finish, and the late iterations.
- * Sizes are per-rank blocks of MPI_BYTE; reductions use MPI_BOR. */
+ * Sizes are per-rank blocks of MPI_BYTE; reductions use MPI_BOR. --entries mpi,native
+ * times each call on MPI_COMM_WORLD and on a duplicate named "isthmus:native", which
+ * libisthmus leaves to the MPI library, alternately size by size: under isthmus with
+ * WAN-aware collectives on, both algorithms are measured in one run, through the same
+ * wrappers and waiting mode ("entry" in each record). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -25,46 +29,50 @@ enum coll { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTO
 static const char *coll_name[NCOLL] = {"barrier", "bcast", "reduce", "allreduce", "gather",
                                        "scatter", "allgather", "alltoall", "reduce_scatter_block", "scan"};
 
-static void call(enum coll c, char *s, char *r, int n, int size)
+static void call(enum coll c, char *s, char *r, int n, MPI_Comm comm)
 {
     switch (c) {
-    case BARRIER: MPI_Barrier(MPI_COMM_WORLD); break;
-    case BCAST: MPI_Bcast(s, n, MPI_BYTE, 0, MPI_COMM_WORLD); break;
-    case REDUCE: MPI_Reduce(s, r, n, MPI_BYTE, MPI_BOR, 0, MPI_COMM_WORLD); break;
-    case ALLREDUCE: MPI_Allreduce(s, r, n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD); break;
-    case GATHER: MPI_Gather(s, n, MPI_BYTE, r, n, MPI_BYTE, 0, MPI_COMM_WORLD); break;
-    case SCATTER: MPI_Scatter(s, n, MPI_BYTE, r, n, MPI_BYTE, 0, MPI_COMM_WORLD); break;
-    case ALLGATHER: MPI_Allgather(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); break;
-    case ALLTOALL: MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); break;
-    case REDUCE_SCATTER_BLOCK: MPI_Reduce_scatter_block(s, r, n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD); break;
-    case SCAN: MPI_Scan(s, r, n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD); break;
+    case BARRIER: MPI_Barrier(comm); break;
+    case BCAST: MPI_Bcast(s, n, MPI_BYTE, 0, comm); break;
+    case REDUCE: MPI_Reduce(s, r, n, MPI_BYTE, MPI_BOR, 0, comm); break;
+    case ALLREDUCE: MPI_Allreduce(s, r, n, MPI_BYTE, MPI_BOR, comm); break;
+    case GATHER: MPI_Gather(s, n, MPI_BYTE, r, n, MPI_BYTE, 0, comm); break;
+    case SCATTER: MPI_Scatter(s, n, MPI_BYTE, r, n, MPI_BYTE, 0, comm); break;
+    case ALLGATHER: MPI_Allgather(s, n, MPI_BYTE, r, n, MPI_BYTE, comm); break;
+    case ALLTOALL: MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, comm); break;
+    case REDUCE_SCATTER_BLOCK: MPI_Reduce_scatter_block(s, r, n, MPI_BYTE, MPI_BOR, comm); break;
+    case SCAN: MPI_Scan(s, r, n, MPI_BYTE, MPI_BOR, comm); break;
     default: break;
     }
-    (void)size;
 }
 
 struct coll_call {
     enum coll c;
     char *s, *r;
-    int n, size;
+    int n;
+    MPI_Comm comm;
 };
 
 static void op(void *ctx)
 {
     struct coll_call *cc = ctx;
-    call(cc->c, cc->s, cc->r, cc->n, cc->size);
+    call(cc->c, cc->s, cc->r, cc->n, cc->comm);
 }
 
-static void measure(enum coll c, long bytes, const struct bench_options *o, int rank, int size,
+/* The "native" entry's communicator: libisthmus leaves its collectives to the MPI library
+ * (src/coll/hier.h: IST_NATIVE_COMM_NAME), with the same waiting mode as the others. */
+static MPI_Comm native_comm;
+
+static void measure(enum coll c, long bytes, const struct bench_options *o, int rank, int native,
                     char *s, char *r)
 {
-    struct coll_call cc = {c, s, r, (int)bytes, size};
+    struct coll_call cc = {c, s, r, (int)bytes, native ? native_comm : MPI_COMM_WORLD};
     struct window_result w = bench_window_time(op, &cc, o->iterations, o->warmup);
     if (rank != 0) return;
-    printf("{\"record\": \"coll\", \"collective\": \"%s\", \"bytes\": %ld, \"iterations\": %d, "
+    printf("{\"record\": \"coll\", \"collective\": \"%s\", \"entry\": \"%s\", \"bytes\": %ld, \"iterations\": %d, "
            "\"counted\": %d, \"window_us\": %.1f, \"latency_min_us\": %.3f, \"latency_median_us\": %.3f, "
            "\"latency_max_us\": %.3f, \"rank_mean_of_medians_us\": %.3f}\n",
-           coll_name[c], bytes, w.iterations, w.counted, w.window * 1e6, w.counted ? w.min * 1e6 : -1,
+           coll_name[c], native ? "native" : "mpi", bytes, w.iterations, w.counted, w.window * 1e6, w.counted ? w.min * 1e6 : -1,
            w.counted ? w.median * 1e6 : -1, w.counted ? w.max * 1e6 : -1, w.mean_of_medians * 1e6);
     fflush(stdout);
 }
@@ -73,7 +81,8 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     struct bench_options o = {.min_size = 1, .max_size = 1L << 20, .seconds_per_size = 1,
-                              .iterations = 50, .warmup = 2, .peer = 1, .collectives = "all"};
+                              .iterations = 50, .warmup = 2, .peer = 1, .collectives = "all",
+                              .entries = "mpi"};
     bench_parse(argc, argv, "coll", &o);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -81,6 +90,8 @@ int main(int argc, char **argv)
     bench_header("coll", argc, argv, &o);
     prctl(PR_SET_TIMERSLACK, 1000UL); /* sleeps end within 1 us of the time asked */
     bench_sync_clocks();
+    MPI_Comm_dup(MPI_COMM_WORLD, &native_comm);
+    MPI_Comm_set_name(native_comm, "isthmus:native");
     size_t span = (size_t)o.max_size * (size_t)size;
     char *s = calloc(span, 1), *r = calloc(span, 1);
     for (int c = 0; c < NCOLL; c++) {
@@ -89,17 +100,17 @@ int main(int argc, char **argv)
             size_t len = strlen(coll_name[c]);
             if (!p || (p[len] != '\0' && p[len] != ',') || (p != o.collectives && p[-1] != ',')) continue;
         }
-        if (c == BARRIER) {
-            measure(BARRIER, 0, &o, rank, size, s, r);
-            bench_progress("coll", "barrier");
-            continue;
-        }
-        for (long b = o.min_size ? o.min_size : 1; b > 0 && b <= o.max_size; b = bench_next_size(&o, b))
-            measure((enum coll)c, b, &o, rank, size, s, r);
+        /* Both entries side by side, size by size, when both are asked for. */
+        for (long b = c == BARRIER ? 0 : o.min_size ? o.min_size : 1; b >= 0 && b <= o.max_size;
+             b = c == BARRIER ? -1 : bench_next_size(&o, b))
+            for (int native = 0; native < 2; native++)
+                if (native ? strstr(o.entries, "native") != NULL : strcmp(o.entries, "native") != 0)
+                    measure((enum coll)c, b, &o, rank, native, s, r);
         bench_progress("coll", "%s", coll_name[c]);
     }
     free(s);
     free(r);
+    MPI_Comm_free(&native_comm);
     MPI_Finalize();
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "layer.h"
+#include "hier.h"
 #include "profiler.h"
 #include "topology.h"
 
@@ -39,6 +40,7 @@ void ist_layer_init(int provided)
     run_start = ist_clock_now();
     PMPI_Comm_dup(MPI_COMM_WORLD, &layer_comm);
     ist_topology_init(layer_comm);
+    ist_hier_init(provided);
     const char *path = getenv("ISTHMUS_PROFILE");
     if (path && *path) {
         if (ist_profiler_init(ist_world_size(), provided == MPI_THREAD_MULTIPLE) == 0) {
@@ -51,10 +53,26 @@ void ist_layer_init(int provided)
     app_start_ticks = ist_ticks();
 }
 
+/* Tell isthmus run that this rank reached MPI_Finalize: a rank that fails inside it (for
+ * instance MPICH's UCX timing out on a peer that exited) is failing because of another
+ * one, whose exit status is the job's. */
+static void mark_finalizing(void)
+{
+    const char *dir = getenv("ISTHMUS_STATUS_DIR");
+    if (!dir || !*dir) return;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/finalizing-%d", dir, rank);
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+}
+
 void ist_layer_finalize(void)
 {
     if (!initialized || finalized) return;
     finalized = 1;
+    mark_finalizing();
     ist_mpich_finalize_begin();
     uint64_t app_ticks = ist_ticks() - app_start_ticks;
     ist_profiling = 0;
@@ -66,6 +84,7 @@ void ist_layer_finalize(void)
         free(profile_path);
         profile_path = NULL;
     }
+    ist_hier_finalize();
     ist_topology_finalize();
     PMPI_Comm_free(&layer_comm);
 }

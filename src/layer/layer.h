@@ -52,6 +52,8 @@ static inline void ist_mpich_finalize_begin(void) {}
 
 /* Recorders: one per kind of call in mpi_functions.txt. 'ticks' is the time in the call. */
 void ist_rec_none(enum ist_fn fn, uint64_t ticks);
+/* After a blocking collective: charge it the wide-area traffic of libisthmus's algorithm. */
+void ist_rec_wan(enum ist_fn fn);
 void ist_rec_size(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type);
 void ist_rec_send(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int dest,
                   MPI_Comm comm);

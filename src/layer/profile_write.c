@@ -113,9 +113,28 @@ static void write_kind(FILE *f, const char *name, const uint64_t *all, int n, en
     free(cm);
 }
 
+/* Per rank and function: calls that ran libisthmus's WAN-aware algorithm and what this
+ * rank sent across wide-area links in them. */
+static void write_wan(FILE *f, int n, const uint64_t *wan)
+{
+    fputs("  \"wan\": {\n    \"columns\": [\"rank\", \"function\", \"calls\", \"messages\", \"bytes\"],"
+          "\n    \"rows\": [", f);
+    int first = 1;
+    for (int r = 0; r < n; r++)
+        for (int fn = 0; fn < IST_FN_COUNT; fn++) {
+            const uint64_t *w = &wan[((size_t)r * IST_FN_COUNT + (size_t)fn) * IST_NWAN];
+            if (!w[IST_WAN_CALLS]) continue;
+            fprintf(f, "%s\n      [%d, \"%s\", %llu, %llu, %llu]", first ? "" : ",", r, ist_fn_name[fn],
+                    (unsigned long long)w[IST_WAN_CALLS], (unsigned long long)w[IST_WAN_MESSAGES],
+                    (unsigned long long)w[IST_WAN_BYTES]);
+            first = 0;
+        }
+    fputs("\n    ]\n  },\n", f);
+}
+
 static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
                           const struct call_row *rows, const int *row_counts,
-                          const uint64_t *matrix, double ticks_per_second)
+                          const uint64_t *matrix, const uint64_t *wan, double ticks_per_second)
 {
     char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0, version = 0, subversion = 0;
@@ -166,7 +185,9 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
                     (unsigned long long)row->calls, (unsigned long long)row->bytes, row->seconds);
             first = 0;
         }
-    fputs("\n    ]\n  },\n  \"traffic\": {\n", f);
+    fputs("\n    ]\n  },\n", f);
+    write_wan(f, n, wan);
+    fputs("  \"traffic\": {\n", f);
     write_kind(f, "p2p", matrix, n, IST_OUT_P2P_MSGS, 0, ",");
     write_kind(f, "coll", matrix, n, IST_OUT_COLL_MSGS, 1, "");
     fputs("  }\n}\n", f);
@@ -196,8 +217,9 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     int *counts = NULL, *displs = NULL;
     struct call_row *rows = NULL;
     struct rank_summary *ranks = NULL;
-    uint64_t *matrix = NULL;
+    uint64_t *matrix = NULL, *wan = NULL;
     if (me == 0) {
+        wan = calloc((size_t)n * IST_FN_COUNT * IST_NWAN, sizeof *wan);
         counts = calloc((size_t)n, sizeof *counts);
         displs = calloc((size_t)n, sizeof *displs);
         ranks = calloc((size_t)n, sizeof *ranks);
@@ -221,6 +243,8 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
                 comm);
     PMPI_Gather(ist_matrix_vec, IST_NVEC * n, MPI_UINT64_T, matrix, IST_NVEC * n, MPI_UINT64_T, 0,
                 comm);
+    PMPI_Gather(ist_wan_stats, IST_FN_COUNT * IST_NWAN, MPI_UINT64_T, wan, IST_FN_COUNT * IST_NWAN,
+                MPI_UINT64_T, 0, comm);
 
     int rc = 0;
     if (me == 0) {
@@ -231,7 +255,7 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
             fprintf(stderr, "isthmus: cannot write the profile '%s': %s\n", path, strerror(errno));
             rc = -1;
         } else {
-            write_profile(f, n, ranks, rows, counts, matrix, ticks_per_second);
+            write_profile(f, n, ranks, rows, counts, matrix, wan, ticks_per_second);
             if (fclose(f) != 0 || rename(tmp, path) != 0) {
                 fprintf(stderr, "isthmus: cannot write the profile '%s': %s\n", path,
                         strerror(errno));
@@ -247,5 +271,6 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     free(rows);
     free(ranks);
     free(matrix);
+    free(wan);
     return rc;
 }

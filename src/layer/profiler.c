@@ -11,11 +11,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "hier.h"
 #include "layer.h"
 #include "profiler.h"
 #include "topology.h"
 
 struct ist_bucket ist_stats[IST_FN_COUNT][IST_NBUCKETS];
+uint64_t ist_wan_stats[IST_FN_COUNT][IST_NWAN];
 uint64_t *ist_matrix_vec;
 static int world_n;
 
@@ -77,6 +79,17 @@ static void out_to_all(const struct ist_comm_info *ci, uint64_t bytes)
 {
     for (int i = 0; i < ci->size; i++)
         if (i != ci->rank) add_traffic(IST_OUT_COLL_MSGS, ci->world[i], bytes);
+}
+
+void ist_rec_wan(enum ist_fn fn)
+{
+    if (!ist_wan_calls) return;
+    lock_stats();
+    ist_wan_stats[fn][IST_WAN_CALLS] += (uint64_t)ist_wan_calls;
+    ist_wan_stats[fn][IST_WAN_MESSAGES] += (uint64_t)ist_wan_messages;
+    ist_wan_stats[fn][IST_WAN_BYTES] += (uint64_t)ist_wan_bytes;
+    unlock_stats();
+    ist_wan_calls = ist_wan_messages = ist_wan_bytes = 0;
 }
 
 void ist_rec_none(enum ist_fn fn, uint64_t ticks)

@@ -31,6 +31,11 @@ enum ist_vec {
 };
 
 extern struct ist_bucket ist_stats[IST_FN_COUNT][IST_NBUCKETS];
+
+/* Per function: calls that ran libisthmus's WAN-aware algorithm, and the messages and
+ * bytes this rank sent across wide-area links in them (src/coll counts them). */
+enum ist_wan_field { IST_WAN_CALLS, IST_WAN_MESSAGES, IST_WAN_BYTES, IST_NWAN };
+extern uint64_t ist_wan_stats[IST_FN_COUNT][IST_NWAN];
 extern uint64_t *ist_matrix_vec; /* IST_NVEC * world_size */
 
 static inline int ist_bucket_of(uint64_t bytes)

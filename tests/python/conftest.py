@@ -28,7 +28,13 @@ LANGUAGES = {
 }
 # Run a command as an unprivileged user.
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-HELPERS = {"exitcode": "exitcode.c", "sleeper": "sleeper.c", "edge_cases": "edge_cases.c"}
+HELPERS = {
+    "exitcode": "exitcode.c",
+    "sleeper": "sleeper.c",
+    "edge_cases": "edge_cases.c",
+    "coll_check": "coll_check.c",
+    "rtt_gate": "rtt_gate.c",
+}
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

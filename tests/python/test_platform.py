@@ -131,3 +131,17 @@ def test_show_summarizes(isthmus: Run) -> None:
     assert done.returncode == 0, done.stderr
     for word in ("ams", "utrecht", "10ms", "8Mbit/s", "Wide-area links"):
         assert word in done.stdout
+
+
+def test_placement_block_and_round_robin() -> None:
+    das = PLATFORMS / "das-4x2.toml"
+    uneven = ("clusters.ams.hosts=3", "clusters.delft.hosts=1")
+    p = platform.load(das, uneven)
+    assert p.rank_clusters() == ["ams"] * 3 + ["delft"] + ["leiden"] * 2 + ["utrecht"] * 2
+    rr = platform.load(das, (*uneven, "layer.placement=round-robin"))
+    assert rr.rank_clusters() == [
+        "ams", "delft", "leiden", "utrecht", "ams", "leiden", "utrecht", "ams",
+    ]  # fmt: skip
+    assert rr.rank_blocks()[:2] == [("ams", 1), ("delft", 1)]
+    with pytest.raises(UserError, match=r"layer\.placement"):
+        platform.load(das, ("layer.placement=scattered",))

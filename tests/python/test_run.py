@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import AS_NOBODY, ISTHMUS, MPIS, TWO_CLUSTERS, Run
+from isthmus.run import first_failure
 
 
 def _rank_processes(path: Path) -> list[str]:
@@ -160,3 +161,19 @@ def test_runs_as_a_normal_user(apps: dict[tuple[str, str], Path]) -> None:
             env={**os.environ, "HOME": str(home)},
         )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_rank_failing_inside_finalize_does_not_hide_the_first_real_failure(
+    tmp_path: Path,
+) -> None:
+    # CI once saw MPICH's survivors fail in MPI_Finalize (UCX endpoint timeout, exit 15)
+    # before the rank that called exit(3) had been reaped: 3 is still the job's status.
+    (tmp_path / "rank-0").write_text("exit 15 100\n")
+    (tmp_path / "finalizing-0").write_text("")
+    (tmp_path / "rank-1").write_text("exit 0 90\n")
+    (tmp_path / "rank-2").write_text("exit 3 200\n")
+    assert first_failure(tmp_path) == 3
+    (tmp_path / "rank-2").write_text("exit 0 200\n")
+    assert first_failure(tmp_path) == 15
+    (tmp_path / "rank-3").write_text("signal 11 300\n")
+    assert first_failure(tmp_path) == 128 + 11

@@ -1,0 +1,497 @@
+"""`isthmus sweep`: run applications over a matrix of platform settings, MPIs and collective
+modes on the emulated network, one `isthmus run` per point, and keep every result.
+
+A sweep is the matrix apps x MPIs x collective modes x the values of each varied platform
+key (their product) x repetitions, plus, unless switched off, a baseline per app, MPI and
+repetition on one cluster holding the same ranks (the first paper's "scalability" divides
+by it). Each point runs with the profiler on and leaves, in DIR/points/ID/:
+
+  stdout.txt, stderr.txt   what the application printed
+  profile.json             the profile (when the application reached MPI_Finalize)
+  point.json               the point's result row, written last: its presence means done
+
+DIR/results.csv and DIR/results.json hold every done point as one tidy table, rewritten
+after each point; DIR/sweep.json holds the sweep itself. Running the same sweep into the
+same DIR again skips the done points (resume); a point interrupted by Ctrl-C leaves no
+point.json and runs again next time. A point that fails or times out is recorded as such
+and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from . import atomic, paths
+from . import platform as platform_mod
+from .errors import UserError
+from .platform import COLLECTIVES_MODES, Platform
+from .run import EXIT_TIMEOUT
+from .units import UnitError, parse_duration
+
+MPIS = ("openmpi", "mpich")
+BASELINE = "one-cluster"
+RESULT_COLUMNS = (
+    "id",
+    "app",
+    "mpi",
+    "coll",
+    "platform",
+    "baseline",
+    "repeat",
+    "status",
+    "exit_code",
+    "wall_s",
+    "app_s",
+    "mpi_s",
+    "inter_bytes",
+    "intra_bytes",
+    "wan_coll_bytes",
+)
+
+
+@dataclass(frozen=True)
+class App:
+    """An application of the sweep. argv may use {mpi} (openmpi or mpich), {bench} (the
+    directory of isthmus's benchmark programs built for that MPI) and {point} (the
+    point's own directory, for output files) and {here} (the sweep file's directory, or
+    the current one). figures: (name, regular expression whose
+    first group is the number) looked for in what the application prints. An app runs
+    under the sweep's MPIs that it lists (all when it lists none), with its own platform
+    settings added (NetPIPE needs exactly two ranks, for example)."""
+
+    name: str
+    argv: tuple[str, ...]
+    figures: tuple[tuple[str, str], ...] = ()
+    argv_per_mpi: tuple[tuple[str, tuple[str, ...]], ...] = ()  # overrides argv for one MPI
+    mpis: tuple[str, ...] = ()  # the MPIs it runs under (default: the sweep's)
+    overrides: tuple[str, ...] = ()  # platform settings for this app (e.g. fewer hosts)
+    colls: tuple[str, ...] = ()  # the collective modes it runs with (default: the sweep's)
+
+    def command(self, mpi: str, point_dir: Path, here: Path) -> list[str]:
+        argv = dict(self.argv_per_mpi).get(mpi, self.argv)
+        subst = {
+            "mpi": mpi,
+            "bench": str(paths.bench_dir(mpi)),
+            "point": str(point_dir),
+            "here": str(here),
+        }
+        return [re.sub(r"\{(mpi|bench|point|here)\}", lambda m: subst[m.group(1)], a) for a in argv]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    platform: Path
+    apps: tuple[App, ...]
+    overrides: tuple[str, ...] = ()
+    vary: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    mpis: tuple[str, ...] = ("openmpi",)
+    colls: tuple[str, ...] = ("native",)
+    repeat: int = 1
+    timeout: float = 600.0
+    baseline: bool = True
+    here: Path = Path(".")  # what {here} stands for in commands
+
+
+@dataclass(frozen=True)
+class Point:
+    app: App
+    mpi: str
+    coll: str
+    settings: tuple[tuple[str, str], ...]  # the varied keys' values at this point
+    repeat: int
+    baseline: bool = False
+
+    @property
+    def id(self) -> str:
+        parts = [self.app.name, self.mpi, self.coll]
+        parts += [BASELINE] if self.baseline else [f"{k}={v}" for k, v in self.settings]
+        parts.append(f"r{self.repeat}")
+        return re.sub(r"[^A-Za-z0-9._=+-]", "_", "_".join(parts))
+
+
+def _fail(where: str, what: str) -> UserError:
+    return UserError(f"{where}: {what}")
+
+
+def parse_vary(text: str) -> tuple[str, tuple[str, ...]]:
+    """'wan.latency=0,0.5ms,1ms' -> ('wan.latency', ('0', '0.5ms', '1ms'))."""
+    key, sep, values = text.partition("=")
+    items = tuple(v.strip() for v in values.split(",") if v.strip())
+    if not sep or not key.strip() or not items:
+        raise _fail(f"--vary {text!r}", "expected KEY=VALUE,VALUE,... such as wan.latency=0,1ms")
+    return key.strip(), items
+
+
+def parse_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
+    items = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in items if x not in allowed]
+    if bad or not items:
+        raise _fail(f"{what} {text!r}", f"expected a comma-separated list of {', '.join(allowed)}")
+    return tuple(dict.fromkeys(items))
+
+
+def parse_figure(text: str) -> tuple[str, str]:
+    """'Mop/s=Mop/s total\\s*=\\s*([0-9.]+)' -> (name, pattern), the pattern checked."""
+    name, sep, pattern = text.partition("=")
+    if not sep or not name:
+        raise _fail(f"--figure {text!r}", "expected NAME=REGEX with one group for the number")
+    try:
+        if re.compile(pattern).groups < 1:
+            raise _fail(f"--figure {text!r}", "the pattern needs a (group) around the number")
+    except re.error as e:
+        raise _fail(f"--figure {text!r}", f"not a regular expression ({e})") from None
+    return name, pattern
+
+
+def check(sweep: Sweep) -> Platform:
+    """Load the platform with every varied value, so that a typo fails before any run."""
+    if sweep.repeat < 1:
+        raise UserError(f"repeat {sweep.repeat}: expected 1 or more")
+    names = [a.name for a in sweep.apps]
+    if len(set(names)) != len(names):
+        raise UserError(f"app names must differ: {', '.join(names)}")
+    p = platform_mod.load(sweep.platform, list(sweep.overrides))
+    for app in sweep.apps:
+        base = [*sweep.overrides, *app.overrides]
+        for key, values in sweep.vary:
+            for v in values:
+                platform_mod.load(sweep.platform, [*base, f"{key}={v}"])
+    if not p.emulated:
+        raise UserError(f"{sweep.platform}: a sweep needs an emulated platform (hosts per cluster)")
+    return p
+
+
+def points(sweep: Sweep) -> list[Point]:
+    keys = [k for k, _ in sweep.vary]
+    out = []
+    for app in sweep.apps:
+        for mpi in sweep.mpis:
+            if app.mpis and mpi not in app.mpis:
+                continue
+            for r in range(sweep.repeat):
+                if sweep.baseline:
+                    out.append(Point(app, mpi, "native", (), r, baseline=True))
+                for coll in sweep.colls:
+                    if app.colls and coll not in app.colls:
+                        continue
+                    for combo in itertools.product(*(v for _, v in sweep.vary)):
+                        out.append(Point(app, mpi, coll, tuple(zip(keys, combo, strict=True)), r))
+    return out
+
+
+def one_cluster_toml(p: Platform) -> str:
+    """The baseline platform: every rank of `p` in one cluster, on the first cluster's LAN."""
+    first = p.clusters[0]
+    lan = first.lan
+    rph = {c.ranks_per_host for c in p.clusters}
+    per_host = first.ranks_per_host if len(rph) == 1 else 1
+    hosts = p.total_ranks // per_host
+    bw = f', bandwidth = "{lan.bandwidth:.17g}B/s"' if lan.bandwidth else ""
+    return (
+        f"# Written by isthmus sweep: the ranks of {p.name} in one cluster (the baseline)\n"
+        f'name = "{p.name}-{BASELINE}"\n\n'
+        f"[clusters.all]\nhosts = {hosts}\nranks_per_host = {per_host}\n"
+        f'lan = {{ latency = "{lan.latency:.17g}s"{bw} }}\n\n'
+        f'[layer]\nwait = "{p.layer.wait}"\n'
+    )
+
+
+def _settings(point: Point, sweep: Sweep) -> list[str]:
+    sets = [] if point.baseline else [*sweep.overrides, *point.app.overrides]
+    sets += [f"{k}={v}" for k, v in point.settings]
+    sets.append(f"layer.collectives={point.coll}")
+    return [x for s in sets for x in ("--set", s)]
+
+
+def _figures(app: App, text: str) -> tuple[dict[str, float | None], list[str]]:
+    found: dict[str, float | None] = {}
+    missing = []
+    for name, pattern in app.figures:
+        matches = re.findall(pattern, text, flags=re.MULTILINE)
+        value = matches[-1] if matches else None
+        if isinstance(value, tuple):
+            value = value[0]
+        try:
+            found[name] = float(value) if value is not None else None
+        except ValueError:
+            found[name] = None
+        if found[name] is None:
+            missing.append(name)
+    return found, missing
+
+
+def _profile_figures(path: Path) -> dict[str, Any]:
+    """Times and traffic from the point's profile: application and MPI seconds (slowest
+    rank), bytes between and inside clusters (point-to-point plus collectives' logical
+    traffic), and the bytes the WAN-aware collectives sent across the WAN."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    ranks = data.get("ranks", [])
+    traffic = data.get("traffic", {})
+    wan_rows = data.get("wan", {}).get("rows", [])
+    return {
+        "app_s": max((r["app_seconds"] for r in ranks), default=None),
+        "mpi_s": max((r["mpi_seconds"] for r in ranks), default=None),
+        "inter_bytes": sum(t["inter"]["bytes"] for t in traffic.values()),
+        "intra_bytes": sum(t["intra"]["bytes"] for t in traffic.values()),
+        "wan_coll_bytes": sum(row[4] for row in wan_rows),
+    }
+
+
+def baseline_platform(sweep: Sweep, app: App, out: Path) -> Path:
+    """The app's one-cluster platform file in the sweep's directory (written once)."""
+    path = out / f"{BASELINE}-{re.sub(r'[^A-Za-z0-9._-]', '_', app.name)}.toml"
+    if not path.exists():
+        p = platform_mod.load(sweep.platform, [*sweep.overrides, *app.overrides])
+        atomic.write_text(path, one_cluster_toml(p))
+    return path
+
+
+def run_point(sweep: Sweep, point: Point, out: Path) -> dict[str, Any]:
+    """Run one point (blocking) and return its row; the caller writes it."""
+    pdir = out / "points" / point.id
+    if pdir.exists():
+        shutil.rmtree(pdir)  # what an interrupted earlier attempt left
+    pdir.mkdir(parents=True)
+    platform_file = baseline_platform(sweep, point.app, out) if point.baseline else sweep.platform
+    cmd = [
+        str(paths.isthmus_command()),
+        "run",
+        "-p",
+        str(platform_file),
+        "--mpi",
+        point.mpi,
+        *_settings(point, sweep),
+        "--profile",
+        str(pdir / "profile.json"),
+        "--timeout",
+        f"{sweep.timeout:g}s",
+        "--",
+        *point.app.command(point.mpi, pdir, sweep.here.resolve()),
+    ]
+    started = time.monotonic()
+    with open(pdir / "stdout.txt", "wb") as so, open(pdir / "stderr.txt", "wb") as se:
+        proc = subprocess.Popen(cmd, stdout=so, stderr=se, start_new_session=True)
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)  # isthmus run stops the job and its network
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            raise
+    wall = time.monotonic() - started
+    text = (pdir / "stdout.txt").read_text(errors="replace")
+    figures, missing = _figures(point.app, text)
+    status = "ok" if rc == 0 else ("timeout" if rc == EXIT_TIMEOUT else "failed")
+    row: dict[str, Any] = {
+        "id": point.id,
+        "app": point.app.name,
+        "mpi": point.mpi,
+        "coll": point.coll,
+        "platform": BASELINE if point.baseline else sweep.platform.stem,
+        "baseline": point.baseline,
+        "repeat": point.repeat,
+        "status": status,
+        "exit_code": rc,
+        "wall_s": round(wall, 6),
+        "app_s": None,
+        "mpi_s": None,
+        "inter_bytes": None,
+        "intra_bytes": None,
+        "wan_coll_bytes": None,
+    }
+    row.update(_profile_figures(pdir / "profile.json"))
+    row.update({k: v for k, v in point.settings})
+    row.update(figures)
+    row["missing_figures"] = missing
+    row["command"] = cmd
+    atomic.write_text(pdir / "point.json", json.dumps(row, indent=1) + "\n")
+    return row
+
+
+def load_rows(out: Path) -> list[dict[str, Any]]:
+    rows = []
+    for f in sorted((out / "points").glob("*/point.json")):
+        try:
+            rows.append(json.loads(f.read_text()))
+        except json.JSONDecodeError:
+            continue  # cannot happen with atomic writes; a hand-edited file is skipped
+    return rows
+
+
+def write_table(out: Path, rows: list[dict[str, Any]], sweep: Sweep) -> None:
+    """results.json and results.csv: every done point, in the sweep's order."""
+    order = {p.id: i for i, p in enumerate(points(sweep))}
+    rows = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
+    extra = [k for k, _ in sweep.vary] + [n for a in sweep.apps for n, _ in a.figures]
+    columns = [*RESULT_COLUMNS, *dict.fromkeys(extra)]
+    atomic.write_text(out / "results.json", json.dumps(rows, indent=1) + "\n")
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: "" if r.get(c) is None else r.get(c) for c in columns})
+    atomic.write_text(out / "results.csv", buf.getvalue())
+
+
+def describe(sweep: Sweep) -> dict[str, Any]:
+    d = asdict(sweep)
+    d["platform"] = str(sweep.platform)
+    d["here"] = str(sweep.here)
+    return d
+
+
+def run_sweep(sweep: Sweep, out: Path, console: Console | None = None) -> int:
+    """Run every point not yet done; 0 when all points ran (whatever their status)."""
+    console = console or Console(stderr=True)
+    plat = check(sweep)
+    out.mkdir(parents=True, exist_ok=True)
+    recorded = out / "sweep.json"
+    if recorded.exists():
+        before = json.loads(recorded.read_text())
+        if before != json.loads(json.dumps(describe(sweep))):
+            raise UserError(
+                f"{out}: holds results of a different sweep ({recorded}); use another -o DIR"
+            )
+    atomic.write_text(recorded, json.dumps(describe(sweep), indent=1) + "\n")
+    todo = [p for p in points(sweep) if not (out / "points" / p.id / "point.json").exists()]
+    total = len(points(sweep))
+    console.print(
+        f"sweep: {total} points ({total - len(todo)} already done) into {out}; "
+        f"{plat.total_ranks} ranks per run on {os.cpu_count()} cores"
+    )
+    rows = load_rows(out)
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    ]
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("sweep", total=len(todo))
+        for p in todo:
+            progress.update(task, description=p.id)
+            row = run_point(sweep, p, out)
+            rows.append(row)
+            write_table(out, rows, sweep)
+            if row["status"] != "ok":
+                progress.console.print(f"[red]{p.id}: {row['status']} (exit {row['exit_code']})")
+            for name in row["missing_figures"]:
+                progress.console.print(
+                    f"[yellow]warning: {p.id}: figure {name!r} not found in the output "
+                    "(wall time still recorded)"
+                )
+            progress.advance(task)
+    write_table(out, rows, sweep)
+    failed = sum(1 for r in rows if r["status"] != "ok")
+    console.print(f"sweep: done, {len(rows)} points, {failed} not ok; table: {out}/results.csv")
+    return 0
+
+
+def _toml_strings(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(x, str | int | float) for x in value):
+        return tuple(str(x) for x in value)
+    raise UserError(f"{where}: expected a string or a list of strings")
+
+
+def load_file(path: Path) -> Sweep:
+    """A sweep file (TOML; docs/sweep.md). Relative paths are relative to the file."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not TOML ({e})") from None
+    known = {"platform", "set", "vary", "mpi", "coll", "repeat", "timeout", "baseline", "app"}
+    app_keys = ("name", "command", "figures", "mpi", "coll", "set")
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise UserError(f"{path}: unknown key {unknown[0]!r}: expected {', '.join(sorted(known))}")
+    if "platform" not in raw or not isinstance(raw["platform"], str):
+        raise UserError(f"{path}: platform: expected the path of a platform file")
+    apps = []
+    for i, a in enumerate(raw.get("app", [])):
+        where = f"{path}: app[{i}]"
+        if not isinstance(a, dict) or not isinstance(a.get("name"), str):
+            raise UserError(f"{where}: expected a table with name and command")
+        bad = sorted(set(a) - set(app_keys))
+        if bad:
+            raise UserError(f"{where}: unknown key {bad[0]!r}: expected {', '.join(app_keys)}")
+        cmd = a.get("command")
+        per_mpi: list[tuple[str, tuple[str, ...]]] = []
+        if isinstance(cmd, dict):
+            for mpi, argv in cmd.items():
+                if mpi not in MPIS:
+                    raise UserError(f"{where}: command.{mpi}: expected openmpi or mpich")
+                per_mpi.append((mpi, _toml_strings(argv, f"{where}: command.{mpi}")))
+            argv_default = per_mpi[0][1] if per_mpi else ()
+        else:
+            argv_default = _toml_strings(cmd, f"{where}: command")
+        if not argv_default:
+            raise UserError(f"{where}: command: expected the application and its arguments")
+        figs = a.get("figures", {})
+        if not isinstance(figs, dict):
+            raise UserError(f"{where}: figures: expected a table of NAME = REGEX")
+        figures = tuple(parse_figure(f"{k}={v}") for k, v in figs.items())
+        mpis: tuple[str, ...] = ()
+        if "mpi" in a:
+            mpis = parse_list(",".join(_toml_strings(a["mpi"], f"{where}: mpi")), MPIS, "mpi")
+        colls: tuple[str, ...] = ()
+        if "coll" in a:
+            text = ",".join(_toml_strings(a["coll"], f"{where}: coll"))
+            colls = parse_list(text, COLLECTIVES_MODES, "coll")
+        app_sets = _toml_strings(a.get("set", []), f"{where}: set")
+        apps.append(App(a["name"], argv_default, figures, tuple(per_mpi), mpis, app_sets, colls))
+    if not apps:
+        raise UserError(f"{path}: no [[app]]: a sweep needs at least one application")
+    vary = raw.get("vary", {})
+    if not isinstance(vary, dict):
+        raise UserError(f"{path}: vary: expected a table of KEY = [VALUES]")
+    try:
+        timeout = parse_duration(raw.get("timeout", "10min"))
+    except UnitError as e:
+        raise UserError(f"{path}: timeout: {e}") from None
+    repeat = raw.get("repeat", 1)
+    if not isinstance(repeat, int) or isinstance(repeat, bool):
+        raise UserError(f"{path}: repeat: expected a whole number")
+    baseline = raw.get("baseline", True)
+    if not isinstance(baseline, bool):
+        raise UserError(f"{path}: baseline: expected true or false")
+    return Sweep(
+        platform=(path.parent / raw["platform"]).resolve(),
+        apps=tuple(apps),
+        overrides=_toml_strings(raw.get("set", []), f"{path}: set"),
+        vary=tuple((k, _toml_strings(v, f"{path}: vary.{k}")) for k, v in vary.items()),
+        mpis=parse_list(",".join(_toml_strings(raw.get("mpi", "openmpi"), "mpi")), MPIS, "mpi"),
+        colls=parse_list(
+            ",".join(_toml_strings(raw.get("coll", "native"), "coll")), COLLECTIVES_MODES, "coll"
+        ),
+        repeat=repeat,
+        timeout=timeout,
+        baseline=baseline,
+        here=path.parent.resolve(),
+    )

@@ -1,0 +1,170 @@
+/* Buffers, packing and point-to-point helpers shared by the hierarchical collectives.
+ *
+ * Data that moves between clusters travels either typed (count elements of the user's
+ * datatype, when sender and receiver both have it) or packed (MPI_Pack, MPI_PACKED on the
+ * wire), so that derived datatypes need no special case. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hier.h"
+
+int ist_tmp_alloc(struct ist_tmp *t, int count, MPI_Datatype type)
+{
+    MPI_Aint lb, extent, true_lb, true_extent;
+    PMPI_Type_get_extent(type, &lb, &extent);
+    PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+    size_t bytes = count > 0 ? (size_t)true_extent + (size_t)(count - 1) * (size_t)extent : 1;
+    t->mem = malloc(bytes ? bytes : 1);
+    t->base = t->mem ? t->mem - true_lb : NULL;
+    return t->mem ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+void ist_tmp_free(struct ist_tmp *t)
+{
+    free(t->mem);
+    t->mem = t->base = NULL;
+}
+
+int ist_copy_typed(const void *src, void *dst, int count, MPI_Datatype type)
+{
+    if (count == 0 || src == dst) return MPI_SUCCESS;
+    return PMPI_Sendrecv(src, count, type, 0, 0, dst, count, type, 0, 0, MPI_COMM_SELF,
+                         MPI_STATUS_IGNORE);
+}
+
+long ist_packed_size(int count, MPI_Datatype type)
+{
+    int size = 0;
+    PMPI_Pack_size(count, type, MPI_COMM_SELF, &size);
+    return size;
+}
+
+int ist_pack(const void *buf, int count, MPI_Datatype type, char *out, long size, long *pos)
+{
+    int p = (int)*pos;
+    int rc = PMPI_Pack(buf, count, type, out, (int)size, &p, MPI_COMM_SELF);
+    *pos = p;
+    return rc;
+}
+
+int ist_unpack(const char *in, long size, long *pos, void *buf, int count, MPI_Datatype type)
+{
+    int p = (int)*pos;
+    int rc = PMPI_Unpack(in, (int)size, &p, buf, count, type, MPI_COMM_SELF);
+    *pos = p;
+    return rc;
+}
+
+int ist_h_isend_typed(const struct ist_hier *h, const void *buf, int count, MPI_Datatype type,
+                      int dest, int tag, MPI_Request *req)
+{
+    int size = 0;
+    PMPI_Type_size(type, &size);
+    ist_hier_note_wan(h, dest, (long)count * size, 1);
+    return MPI_Isend(buf, count, type, dest, tag, h->comm, req);
+}
+
+int ist_h_irecv_typed(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
+                      int source, int tag, MPI_Request *req)
+{
+    return MPI_Irecv(buf, count, type, source, tag, h->comm, req);
+}
+
+int ist_h_isend(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
+                MPI_Request *req)
+{
+    return ist_h_isend_typed(h, buf, (int)bytes, MPI_PACKED, dest, tag, req);
+}
+
+int ist_h_irecv(const struct ist_hier *h, void *buf, long bytes, int source, int tag,
+                MPI_Request *req)
+{
+    return ist_h_irecv_typed(h, buf, (int)bytes, MPI_PACKED, source, tag, req);
+}
+
+/* A packed message of unknown size from source: *buf (malloc'd) and *bytes. */
+int ist_h_recv_any_size(const struct ist_hier *h, int source, int tag, char **buf, long *bytes)
+{
+    MPI_Status st;
+    int n = 0;
+    int rc = MPI_Probe(source, tag, h->comm, &st); /* the wrapper: sleeps when it should */
+    if (rc == MPI_SUCCESS) rc = PMPI_Get_count(&st, MPI_PACKED, &n);
+    *buf = malloc(n > 0 ? (size_t)n : 1);
+    *bytes = n;
+    if (rc == MPI_SUCCESS) rc = MPI_Recv(*buf, n, MPI_PACKED, source, tag, h->comm, MPI_STATUS_IGNORE);
+    return rc;
+}
+
+/* Through the wrapper, so that an oversubscribed run waits sleeping (sleep_wait.c). */
+int ist_h_waitall(int n, MPI_Request *reqs)
+{
+    if (n == 0) return MPI_SUCCESS;
+    /* Statuses rather than MPI_STATUSES_IGNORE, which GCC takes for a 0-byte array. */
+    MPI_Status *st = malloc((size_t)n * sizeof *st);
+    int rc = MPI_Waitall(n, reqs, st);
+    free(st);
+    return rc;
+}
+
+/* p0 op p1 op ... op p(n-1), left to right (MPI's order for non-commutative operations):
+ * MPI_Reduce_local(in, inout) computes inout = in op inout, so each step folds the result
+ * so far into the next part. Overwrites parts[1..n); returns the part that holds it. */
+void *ist_fold(void **parts, int n, int count, MPI_Datatype type, MPI_Op op)
+{
+    for (int i = 1; i < n; i++) PMPI_Reduce_local(parts[i - 1], parts[i], count, type, op);
+    return parts[n - 1];
+}
+
+int ist_h_fold_clusters(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
+                        MPI_Op op, int tag, int send_own)
+{
+    void **parts = malloc((size_t)h->nclusters * sizeof *parts);
+    struct ist_tmp *tmp = calloc((size_t)h->nclusters, sizeof *tmp);
+    MPI_Request *req = malloc(2 * (size_t)h->nclusters * sizeof *req);
+    int n = 0, rc = MPI_SUCCESS;
+    for (int c = 0; c < h->nclusters && rc == MPI_SUCCESS; c++) {
+        if (c == h->my_cluster) {
+            parts[c] = buf;
+            continue;
+        }
+        rc = ist_tmp_alloc(&tmp[c], count, type);
+        parts[c] = tmp[c].base;
+        if (rc == MPI_SUCCESS)
+            rc = ist_h_irecv_typed(h, parts[c], count, type, h->first[c], tag, &req[n++]);
+        if (rc == MPI_SUCCESS && send_own)
+            rc = ist_h_isend_typed(h, buf, count, type, h->first[c], tag, &req[n++]);
+    }
+    if (rc == MPI_SUCCESS) rc = ist_h_waitall(n, req);
+    if (rc == MPI_SUCCESS)
+        rc = ist_copy_typed(ist_fold(parts, h->nclusters, count, type, op), buf, count, type);
+    for (int c = 0; c < h->nclusters; c++) ist_tmp_free(&tmp[c]);
+    free(tmp);
+    free(req);
+    free(parts);
+    return rc;
+}
+
+long ist_block_bytes(const struct ist_block *b)
+{
+    int size = 0;
+    PMPI_Type_size(b->type, &size);
+    return (long)b->count * size;
+}
+
+MPI_Aint ist_extent(MPI_Datatype type)
+{
+    MPI_Aint lb, extent;
+    PMPI_Type_get_extent(type, &lb, &extent);
+    return extent;
+}
+
+int ist_copy_block(const struct ist_block *from, const struct ist_block *to)
+{
+    long bytes = ist_block_bytes(from), pos = 0;
+    char *packed = malloc(bytes > 0 ? (size_t)bytes : 1);
+    int rc = ist_pack(from->buf, from->count, from->type, packed, bytes, &pos);
+    pos = 0;
+    if (rc == MPI_SUCCESS) rc = ist_unpack(packed, bytes, &pos, (void *)to->buf, to->count, to->type);
+    free(packed);
+    return rc;
+}

@@ -1,0 +1,124 @@
+/* Gather and Gatherv: each cluster gathers its ranks' blocks (packed) at one rank, the
+ * root in its own cluster and the coordinator elsewhere, which sends them to the root in
+ * one message: one wide-area latency, every block crosses one link once. The root unpacks
+ * each block into its place with its own receive type. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hier.h"
+
+#define TAG_GATHER 7005
+
+/* The block of rank `rank`, packed, at the root: unpack it into recv[rank]. */
+static int unpack_members(const struct ist_hier *h, int c, const int *sizes, const char *data,
+                          const struct ist_block *recv, int skip)
+{
+    long pos = 0;
+    int rc = MPI_SUCCESS;
+    for (int j = 0; j < h->count[c] && rc == MPI_SUCCESS; j++) {
+        int r = h->members[h->member_start[c] + j];
+        long end = pos + sizes[j];
+        if (r != skip) {
+            long p = pos;
+            rc = ist_unpack(data, end, &p, (void *)recv[r].buf, recv[r].count, recv[r].type);
+        }
+        pos = end;
+    }
+    return rc;
+}
+
+/* mine: this rank's block (NULL at a root that gathers in place); recv: where each rank's
+ * block goes (at the root only). */
+static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int root,
+                         const struct ist_block *recv)
+{
+    int rootc = h->cluster_of[root], c = h->my_cluster;
+    int lrep = c == rootc ? h->local_rank[root] : 0;
+    int rep = h->local_rank[h->rank] == lrep;
+    /* The root keeps its own block: it sends nothing in its cluster's gather. */
+    long bytes = mine && h->rank != root ? ist_block_bytes(mine) : 0;
+    char *packed = malloc(bytes > 0 ? (size_t)bytes : 1);
+    long pos = 0;
+    int rc = MPI_SUCCESS;
+    if (bytes) rc = ist_pack(mine->buf, mine->count, mine->type, packed, bytes, &pos);
+    int nb = (int)bytes, *sizes = NULL, *displs = NULL;
+    char *msg = NULL;
+    long total = 0;
+    if (rep) {
+        sizes = malloc((size_t)h->count[c] * sizeof(int));
+        displs = malloc((size_t)h->count[c] * sizeof(int));
+    }
+    if (rc == MPI_SUCCESS) rc = MPI_Gather(&nb, 1, MPI_INT, sizes, 1, MPI_INT, lrep, h->local);
+    long header = (long)h->count[c] * (long)sizeof(int);
+    if (rep && rc == MPI_SUCCESS) {
+        for (int j = 0; j < h->count[c]; j++) {
+            displs[j] = (int)total;
+            total += sizes[j];
+        }
+        msg = malloc((size_t)(header + total) + 1);
+        memcpy(msg, sizes, (size_t)header);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Gatherv(packed, nb, MPI_PACKED, msg ? msg + header : NULL, sizes, displs,
+                         MPI_PACKED, lrep, h->local);
+    if (rep && c != rootc && rc == MPI_SUCCESS) {
+        MPI_Request req;
+        rc = ist_h_isend(h, msg, header + total, root, TAG_GATHER, &req);
+        if (rc == MPI_SUCCESS) rc = ist_h_waitall(1, &req);
+    }
+    if (h->rank == root && rc == MPI_SUCCESS) {
+        if (mine) rc = ist_copy_block(mine, &recv[root]); /* my own block, into place */
+        if (rc == MPI_SUCCESS) rc = unpack_members(h, rootc, sizes, msg + header, recv, root);
+        for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
+            if (k == rootc) continue;
+            char *in;
+            long n;
+            rc = ist_h_recv_any_size(h, h->first[k], TAG_GATHER, &in, &n);
+            if (rc == MPI_SUCCESS)
+                rc = unpack_members(h, k, (const int *)in, in + (long)h->count[k] * (long)sizeof(int), recv, -1);
+            free(in);
+        }
+    }
+    free(msg);
+    free(sizes);
+    free(displs);
+    free(packed);
+    return rc;
+}
+
+int ist_hier_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    struct ist_hier *h = ist_hier_enter(IST_COLL_GATHER, comm);
+    if (!h) return IST_HIER_DECLINED;
+    ist_hier_log(h, IST_COLL_GATHER, "cluster gather, one message per cluster to the root");
+    struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
+    if (h->rank == root) {
+        recv = malloc((size_t)h->size * sizeof *recv);
+        MPI_Aint ext = ist_extent(recvtype);
+        for (int r = 0; r < h->size; r++)
+            recv[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)r * recvcount * ext, recvcount, recvtype};
+    }
+    int rc = gather_blocks(h, sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine, root, recv);
+    free(recv);
+    return ist_hier_leave(rc);
+}
+
+int ist_hier_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                     MPI_Comm comm)
+{
+    struct ist_hier *h = ist_hier_enter(IST_COLL_GATHERV, comm);
+    if (!h) return IST_HIER_DECLINED;
+    ist_hier_log(h, IST_COLL_GATHERV, "cluster gather, one message per cluster to the root");
+    struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
+    if (h->rank == root) {
+        recv = malloc((size_t)h->size * sizeof *recv);
+        MPI_Aint ext = ist_extent(recvtype);
+        for (int r = 0; r < h->size; r++)
+            recv[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)displs[r] * ext, recvcounts[r], recvtype};
+    }
+    int rc = gather_blocks(h, sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine, root, recv);
+    free(recv);
+    return ist_hier_leave(rc);
+}

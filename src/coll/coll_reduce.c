@@ -1,0 +1,42 @@
+/* Reduce: each cluster reduces to one rank (the root in its own cluster, the coordinator
+ * elsewhere) with the MPI's reduce; those send their partial results straight to the
+ * root, which combines them in cluster order: one wide-area latency, and each partial
+ * result crosses one link once. A non-commutative operation keeps MPI's order of operands
+ * when every cluster's ranks are consecutive; otherwise the native reduce runs. */
+#include <stdlib.h>
+
+#include "hier.h"
+
+#define TAG_REDUCE 7003
+
+int ist_hier_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                    MPI_Op op, int root, MPI_Comm comm)
+{
+    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE, comm);
+    if (!h) return IST_HIER_DECLINED;
+    int commute;
+    PMPI_Op_commutative(op, &commute);
+    if (!commute && !h->contiguous) return ist_hier_leave(IST_HIER_DECLINED);
+    if (count == 0) return ist_hier_leave(MPI_SUCCESS);
+    ist_hier_log(h, IST_COLL_REDUCE, "cluster reduce, partials straight to the root");
+    int rootc = h->cluster_of[root];
+    int lroot = h->my_cluster == rootc ? h->local_rank[root] : 0;
+    int rc;
+    if (h->rank == root) {
+        rc = MPI_Reduce(sendbuf, recvbuf, count, datatype, op, lroot, h->local);
+        /* the root is its cluster's coordinator here (rootc == my_cluster) */
+        if (rc == MPI_SUCCESS)
+            rc = ist_h_fold_clusters(h, recvbuf, count, datatype, op, TAG_REDUCE, 0);
+    } else if (h->my_cluster != rootc && h->local_rank[h->rank] == 0) {
+        struct ist_tmp part;
+        rc = ist_tmp_alloc(&part, count, datatype);
+        if (rc == MPI_SUCCESS) rc = MPI_Reduce(sendbuf, part.base, count, datatype, op, 0, h->local);
+        MPI_Request req;
+        if (rc == MPI_SUCCESS) rc = ist_h_isend_typed(h, part.base, count, datatype, root, TAG_REDUCE, &req);
+        if (rc == MPI_SUCCESS) rc = ist_h_waitall(1, &req);
+        ist_tmp_free(&part);
+    } else {
+        rc = MPI_Reduce(sendbuf, NULL, count, datatype, op, lroot, h->local);
+    }
+    return ist_hier_leave(rc);
+}

@@ -1,0 +1,124 @@
+/* Scatter and Scatterv: the root sends each other cluster its ranks' blocks (packed, with
+ * their sizes) in one message to the cluster's coordinator, which scatters them inside the
+ * cluster; the root scatters in its own. One wide-area latency, every block crosses one
+ * link once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hier.h"
+
+#define TAG_SCATTER 7006
+
+/* [sizes of cluster c's ranks][their blocks, packed], for the root to send (the root's
+ * own block is left out: size 0). */
+static char *cluster_message(const struct ist_hier *h, int c, const struct ist_block *send,
+                             int root, long *len)
+{
+    long header = (long)h->count[c] * (long)sizeof(int), total = 0;
+    int *sizes = malloc((size_t)h->count[c] * sizeof(int));
+    for (int j = 0; j < h->count[c]; j++) {
+        int r = h->members[h->member_start[c] + j];
+        sizes[j] = r == root ? 0 : (int)ist_block_bytes(&send[r]);
+        total += sizes[j];
+    }
+    char *msg = malloc((size_t)(header + total) + 1);
+    memcpy(msg, sizes, (size_t)header);
+    long pos = header;
+    for (int j = 0; j < h->count[c]; j++) {
+        int r = h->members[h->member_start[c] + j];
+        if (r != root) ist_pack(send[r].buf, send[r].count, send[r].type, msg, header + total, &pos);
+    }
+    free(sizes);
+    *len = header + total;
+    return msg;
+}
+
+/* send: each rank's block at the root; mine: where this rank's goes (NULL: the root in
+ * place). */
+static int scatter_blocks(struct ist_hier *h, const struct ist_block *send, int root,
+                          const struct ist_block *mine)
+{
+    int rootc = h->cluster_of[root], c = h->my_cluster;
+    int lrep = c == rootc ? h->local_rank[root] : 0;
+    int rep = h->local_rank[h->rank] == lrep;
+    int rc = MPI_SUCCESS;
+    char *msg = NULL;
+    long len = 0;
+    MPI_Request *req = NULL;
+    int nreq = 0;
+    if (h->rank == root) {
+        req = malloc((size_t)h->nclusters * sizeof *req);
+        char **out = calloc((size_t)h->nclusters, sizeof *out);
+        for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
+            if (k == rootc) continue;
+            long n;
+            out[k] = cluster_message(h, k, send, root, &n);
+            rc = ist_h_isend(h, out[k], n, h->first[k], TAG_SCATTER, &req[nreq++]);
+        }
+        msg = cluster_message(h, rootc, send, root, &len);
+        if (rc == MPI_SUCCESS && mine) rc = ist_copy_block(&send[root], mine); /* my own block */
+        if (rc == MPI_SUCCESS) rc = ist_h_waitall(nreq, req);
+        for (int k = 0; k < h->nclusters; k++) free(out[k]);
+        free(out);
+    } else if (rep) {
+        rc = ist_h_recv_any_size(h, root, TAG_SCATTER, &msg, &len);
+    }
+    int *displs = NULL;
+    const int *sizes = NULL;
+    if (rep) {
+        sizes = (const int *)msg;
+        displs = malloc((size_t)h->count[c] * sizeof(int));
+        for (int j = 0, off = 0; j < h->count[c]; off += sizes[j], j++) displs[j] = off;
+    }
+    long bytes = mine && h->rank != root ? ist_block_bytes(mine) : 0;
+    char *in = malloc(bytes > 0 ? (size_t)bytes : 1);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Scatterv(rep ? msg + (long)h->count[c] * (long)sizeof(int) : NULL, sizes, displs,
+                          MPI_PACKED, in, (int)bytes, MPI_PACKED, lrep, h->local);
+    if (rc == MPI_SUCCESS && bytes) {
+        long p = 0;
+        rc = ist_unpack(in, bytes, &p, (void *)mine->buf, mine->count, mine->type);
+    }
+    free(in);
+    free(displs);
+    free(msg);
+    free(req);
+    return rc;
+}
+
+int ist_hier_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    struct ist_hier *h = ist_hier_enter(IST_COLL_SCATTER, comm);
+    if (!h) return IST_HIER_DECLINED;
+    ist_hier_log(h, IST_COLL_SCATTER, "one message per cluster from the root, cluster scatter");
+    struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
+    if (h->rank == root) {
+        send = malloc((size_t)h->size * sizeof *send);
+        MPI_Aint ext = ist_extent(sendtype);
+        for (int r = 0; r < h->size; r++)
+            send[r] = (struct ist_block){(const char *)sendbuf + (MPI_Aint)r * sendcount * ext, sendcount, sendtype};
+    }
+    int rc = scatter_blocks(h, send, root, recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine);
+    free(send);
+    return ist_hier_leave(rc);
+}
+
+int ist_hier_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                      int root, MPI_Comm comm)
+{
+    struct ist_hier *h = ist_hier_enter(IST_COLL_SCATTERV, comm);
+    if (!h) return IST_HIER_DECLINED;
+    ist_hier_log(h, IST_COLL_SCATTERV, "one message per cluster from the root, cluster scatter");
+    struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
+    if (h->rank == root) {
+        send = malloc((size_t)h->size * sizeof *send);
+        MPI_Aint ext = ist_extent(sendtype);
+        for (int r = 0; r < h->size; r++)
+            send[r] = (struct ist_block){(const char *)sendbuf + (MPI_Aint)displs[r] * ext, sendcounts[r], sendtype};
+    }
+    int rc = scatter_blocks(h, send, root, recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine);
+    free(send);
+    return ist_hier_leave(rc);
+}

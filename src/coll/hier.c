@@ -1,0 +1,318 @@
+/* The selector and the per-communicator hierarchy cache of the WAN-aware collectives. */
+#include "hier.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layer.h"
+#include "topology.h"
+
+int ist_hier_enabled;
+_Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
+
+static const char *const coll_names[IST_COLL_COUNT] = {
+    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
+    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw", "reduce_scatter",
+    "reduce_scatter_block", "scan", "exscan"};
+
+static int disabled[IST_COLL_COUNT];
+static char forced[IST_COLL_COUNT][32];
+static long forced_segment;
+static int log_choices;
+static struct ist_plogp model;
+static int model_loaded;
+static int keyval = MPI_KEYVAL_INVALID;
+static int entered_depth;
+/* Whether wide-area messages cost enough more than local ones for the hierarchy to pay
+ * (from the model, at MPI_Init): otherwise the native collectives run. */
+static int wan_pays;
+
+/* Every live hierarchy, so that MPI_Finalize can free the ones still attached. */
+struct cached {
+    MPI_Comm user;
+    struct ist_hier *h;
+    struct cached *next;
+    char logged[IST_COLL_COUNT][96];
+};
+static struct cached *live;
+
+static int coll_index(const char *name, size_t len)
+{
+    for (int i = 0; i < IST_COLL_COUNT; i++)
+        if (strlen(coll_names[i]) == len && strncmp(coll_names[i], name, len) == 0) return i;
+    return -1;
+}
+
+/* "a,b" or "a:x,b:y": calls each(index, value or NULL) per known name; warns on others. */
+static void parse_list(const char *var, void (*each)(int, const char *))
+{
+    const char *spec = getenv(var);
+    for (const char *p = spec; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        size_t nlen = colon ? (size_t)(colon - p) : len;
+        int i = coll_index(p, nlen);
+        if (i < 0) {
+            if (ist_world_rank() == 0)
+                fprintf(stderr, "isthmus: %s: unknown collective '%.*s' ignored\n", var,
+                        (int)nlen, p);
+        } else {
+            char value[32] = "";
+            if (colon) snprintf(value, sizeof value, "%.*s", (int)(len - nlen - 1), colon + 1);
+            each(i, colon ? value : NULL);
+        }
+        p = end ? end + 1 : NULL;
+    }
+}
+
+static void disable_one(int i, const char *value)
+{
+    (void)value;
+    disabled[i] = 1;
+}
+
+static void force_one(int i, const char *value)
+{
+    if (value) snprintf(forced[i], sizeof forced[i], "%s", value);
+}
+
+/* Built-in parameters when no file is given: a Gigabit LAN and a 10 ms, 100 Mbit/s WAN. */
+static void default_class(struct ist_plogp_class *c, double L, double rate)
+{
+    static long sizes[2] = {0, 1 << 20};
+    c->present = 1;
+    c->L = L;
+    c->n = 2;
+    c->sizes = malloc(2 * sizeof(long));
+    c->os = malloc(2 * sizeof(double));
+    c->orecv = malloc(2 * sizeof(double));
+    c->g = malloc(2 * sizeof(double));
+    for (int i = 0; i < 2; i++) {
+        c->sizes[i] = sizes[i];
+        c->os[i] = c->orecv[i] = 2 + sizes[i] / 5e3;
+        c->g[i] = c->os[i] + sizes[i] / rate;
+    }
+}
+
+static void load_model(void)
+{
+    const char *path = getenv("ISTHMUS_PLOGP");
+    char err[512] = "";
+    if (path && *path) {
+        if (ist_plogp_read(path, &model, err, sizeof err) == 0 && model.lan.present &&
+            model.wan.present) {
+            model_loaded = 1;
+            return;
+        }
+        if (model_loaded == 0 && ist_world_rank() == 0)
+            fprintf(stderr, "isthmus: ISTHMUS_PLOGP: %s; using built-in parameters\n",
+                    *err ? err : "the file lacks a lan or wan class");
+        if (!*err) ist_plogp_free(&model);
+    }
+    memset(&model, 0, sizeof model);
+    default_class(&model.lan, 50, 125);
+    default_class(&model.wan, 10000, 12.5);
+    model_loaded = 1;
+}
+
+/* The hierarchical algorithms add up to two local stages (gather or reduce before, a
+ * broadcast or scatter after) to save wide-area crossings: worth it when a wide-area
+ * latency is several local ones, or the wide-area rate is well below the local one.
+ * Measured with a 0 ms, 1 Gbit/s WAN: forced, they were 4% slower than native at the
+ * median over collectives and sizes (results/collectives/README.md). */
+static int hierarchy_pays(const struct ist_plogp *m)
+{
+    const double mib = 1 << 20;
+    return m->wan.L >= 4 * m->lan.L ||
+           ist_plogp_at(&m->wan, m->wan.g, mib) >= 2 * ist_plogp_at(&m->lan, m->lan.g, mib);
+}
+
+void ist_hier_init(int provided)
+{
+    const char *mode = getenv("ISTHMUS_COLL");
+    ist_hier_enabled = mode && strcmp(mode, "isthmus") == 0;
+    if (ist_hier_enabled && provided == MPI_THREAD_MULTIPLE) {
+        /* The cache is built inside collectives; concurrent threads would race on it. */
+        if (ist_world_rank() == 0)
+            fprintf(stderr, "isthmus: MPI_THREAD_MULTIPLE: WAN-aware collectives are off (mpi4py "
+                            "asks for it by default: MPI4PY_RC_THREAD_LEVEL=serialized if "
+                            "the program calls MPI from one thread at a time)\n");
+        ist_hier_enabled = 0;
+    }
+    parse_list("ISTHMUS_COLL_DISABLE", disable_one);
+    parse_list("ISTHMUS_COLL_ALGORITHM", force_one);
+    const char *seg = getenv("ISTHMUS_COLL_SEGMENT");
+    forced_segment = seg ? atol(seg) : 0;
+    const char *log = getenv("ISTHMUS_COLL_LOG");
+    log_choices = log && *log && strcmp(log, "0") != 0;
+    if (ist_hier_enabled) {
+        load_model();
+        wan_pays = hierarchy_pays(&model);
+        if (!wan_pays && log_choices && ist_world_rank() == 0)
+            fprintf(stderr, "isthmus: the model's wide-area links are no slower than its local "
+                            "ones: native collectives (unless an algorithm is forced)\n");
+    }
+}
+
+static void free_hier(struct ist_hier *h)
+{
+    if (!h->single) {
+        PMPI_Comm_free(&h->local);
+        PMPI_Comm_free(&h->comm);
+    }
+    free(h->cluster_of);
+    free(h->local_rank);
+    free(h->first);
+    free(h->count);
+    free(h->member_start);
+    free(h->members);
+    free(h);
+}
+
+static int delete_hier(MPI_Comm comm, int kv, void *value, void *extra)
+{
+    (void)comm;
+    (void)kv;
+    (void)extra;
+    for (struct cached **p = &live; *p; p = &(*p)->next)
+        if ((*p)->h == value) {
+            struct cached *dead = *p;
+            *p = dead->next;
+            free(dead);
+            break;
+        }
+    free_hier(value);
+    return MPI_SUCCESS;
+}
+
+void ist_hier_finalize(void)
+{
+    while (live) PMPI_Comm_delete_attr(live->user, keyval); /* unlinks it */
+    if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&keyval);
+    if (model_loaded) ist_plogp_free(&model);
+    model_loaded = 0;
+    ist_hier_enabled = 0;
+}
+
+static struct ist_hier *build(MPI_Comm comm)
+{
+    const struct ist_comm_info *info = ist_comm_info(comm);
+    struct ist_hier *h = calloc(1, sizeof *h);
+    h->size = info->size;
+    h->rank = info->rank;
+    h->cluster_of = malloc((size_t)h->size * sizeof(int));
+    h->local_rank = malloc((size_t)h->size * sizeof(int));
+    h->first = malloc((size_t)h->size * sizeof(int));
+    h->count = calloc((size_t)h->size, sizeof(int));
+    h->member_start = malloc((size_t)h->size * sizeof(int));
+    h->members = malloc((size_t)h->size * sizeof(int));
+    /* A communicator named NATIVE_NAME keeps the MPI's own collectives (the bench's
+     * "native" entry; users can do the same). */
+    char name[MPI_MAX_OBJECT_NAME] = "";
+    int len = 0;
+    PMPI_Comm_get_name(comm, name, &len);
+    if (info->inter || strcmp(name, IST_NATIVE_COMM_NAME) == 0) {
+        h->single = 1;
+        return h;
+    }
+    /* Clusters numbered by their lowest rank in this communicator. */
+    int *number = malloc((size_t)ist_cluster_count() * sizeof(int));
+    for (int c = 0; c < ist_cluster_count(); c++) number[c] = -1;
+    for (int r = 0; r < h->size; r++) {
+        int wc = ist_rank_cluster(info->world[r]);
+        if (number[wc] < 0) {
+            number[wc] = h->nclusters;
+            h->first[h->nclusters++] = r;
+        }
+        int c = h->cluster_of[r] = number[wc];
+        h->local_rank[r] = h->count[c]++;
+    }
+    free(number);
+    for (int c = 0, off = 0; c < h->nclusters; off += h->count[c], c++) h->member_start[c] = off;
+    int *fill = calloc((size_t)h->nclusters, sizeof(int));
+    h->contiguous = 1;
+    for (int r = 0; r < h->size; r++) {
+        int c = h->cluster_of[r];
+        h->members[h->member_start[c] + fill[c]++] = r;
+        if (r > 0 && c != h->cluster_of[r - 1] && c != h->cluster_of[r - 1] + 1) h->contiguous = 0;
+        if (h->count[c] > h->max_count) h->max_count = h->count[c];
+    }
+    free(fill);
+    h->my_cluster = h->cluster_of[h->rank];
+    h->single = h->nclusters < 2;
+    if (!h->single) {
+        PMPI_Comm_dup(comm, &h->comm);
+        PMPI_Comm_split(comm, h->my_cluster, h->rank, &h->local);
+    }
+    return h;
+}
+
+static struct ist_hier *lookup(MPI_Comm comm)
+{
+    if (keyval == MPI_KEYVAL_INVALID)
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_hier, &keyval, NULL);
+    struct ist_hier *h = NULL;
+    int found = 0;
+    PMPI_Comm_get_attr(comm, keyval, &h, &found);
+    if (found) return h;
+    h = build(comm);
+    struct cached *c = calloc(1, sizeof *c);
+    c->user = comm;
+    c->h = h;
+    c->next = live;
+    live = c;
+    PMPI_Comm_set_attr(comm, keyval, h);
+    return h;
+}
+
+struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm)
+{
+    if (!ist_hier_enabled || ist_in_hier || disabled[id] || comm == MPI_COMM_NULL) return NULL;
+    if (strcmp(forced[id], "native") == 0 || (!wan_pays && !forced[id][0])) return NULL;
+    struct ist_hier *h = lookup(comm);
+    if (h->single) return NULL;
+    ist_in_hier = 1;
+    entered_depth = ist_depth++; /* our own MPI calls pass through the wrappers unrecorded */
+    return h;
+}
+
+int ist_hier_leave(int rc)
+{
+    if (rc != IST_HIER_DECLINED) ist_wan_calls++;
+    ist_depth = entered_depth;
+    ist_in_hier = 0;
+    return rc;
+}
+
+const char *ist_hier_algorithm(enum ist_coll_id id) { return forced[id]; }
+long ist_hier_forced_segment(void) { return forced_segment; }
+const struct ist_plogp *ist_hier_model(void) { return &model; }
+
+void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt, ...)
+{
+    if (!log_choices || h->rank != 0) return;
+    char text[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    for (struct cached *c = live; c; c = c->next)
+        if (c->h == h) {
+            if (strcmp(c->logged[id], text) == 0) return;
+            snprintf(c->logged[id], sizeof c->logged[id], "%s", text);
+        }
+    fprintf(stderr, "isthmus: %s on %d ranks in %d clusters: %s\n", coll_names[id], h->size,
+            h->nclusters, text);
+}
+
+_Thread_local long ist_wan_bytes, ist_wan_messages, ist_wan_calls;
+
+void ist_hier_note_wan(const struct ist_hier *h, int dest, long bytes, long messages)
+{
+    if (h->cluster_of[dest] == h->my_cluster) return;
+    ist_wan_bytes += bytes;
+    ist_wan_messages += messages;
+}

@@ -1,0 +1,166 @@
+/* WAN-aware hierarchical collectives (MagPIe: Kielmann et al.; docs/collectives.md).
+ *
+ * A communicator whose ranks sit in more than one cluster gets, at its first collective
+ * call, a hierarchy cached on it: a private duplicate for our own messages, one
+ * communicator per cluster, and the cluster of every rank. Each algorithm (one per file,
+ * coll_<name>.c) works inside clusters with the MPI's native collectives on the cluster
+ * communicator and between clusters with point-to-point messages between one rank per
+ * cluster, so that every item crosses each wide-area link at most once.
+ *
+ * The generated wrappers call ist_hier_<Name> (declared in hier_calls.h, generated from
+ * src/layer/mpi_functions.txt); it returns IST_HIER_DECLINED when the native collective
+ * should run instead: the selector is off for it, the communicator is an intercommunicator
+ * or lies in one cluster, or the case is one the algorithm does not cover (for example a
+ * non-commutative operation over ranks whose clusters interleave). */
+#ifndef ISTHMUS_HIER_H
+#define ISTHMUS_HIER_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "coll_tree.h"
+#include "plogp.h"
+
+#define IST_HIER_DECLINED (-12345)
+
+/* A communicator given this name (MPI_Comm_set_name) before its first collective keeps
+ * the MPI library's own collectives. */
+#define IST_NATIVE_COMM_NAME "isthmus:native"
+
+/* One collective's selector entry. */
+enum ist_coll_id {
+    IST_COLL_BARRIER,
+    IST_COLL_BCAST,
+    IST_COLL_REDUCE,
+    IST_COLL_ALLREDUCE,
+    IST_COLL_GATHER,
+    IST_COLL_GATHERV,
+    IST_COLL_SCATTER,
+    IST_COLL_SCATTERV,
+    IST_COLL_ALLGATHER,
+    IST_COLL_ALLGATHERV,
+    IST_COLL_ALLTOALL,
+    IST_COLL_ALLTOALLV,
+    IST_COLL_ALLTOALLW,
+    IST_COLL_REDUCE_SCATTER,
+    IST_COLL_REDUCE_SCATTER_BLOCK,
+    IST_COLL_SCAN,
+    IST_COLL_EXSCAN,
+    IST_COLL_COUNT
+};
+
+/* The last broadcast shapes chosen on a communicator, by message size. */
+#define IST_SHAPE_CACHE 8
+struct ist_shape_entry {
+    long bytes;
+    struct ist_bcast_shape shape;
+};
+
+struct ist_hier {
+    int single;          /* all ranks in one cluster (or an intercommunicator): native */
+    MPI_Comm comm;       /* private duplicate: our point-to-point messages */
+    MPI_Comm local;      /* this rank's cluster, ranks in communicator order */
+    int size, rank;
+    int nclusters;       /* clusters present, numbered by their lowest rank */
+    int my_cluster;
+    int *cluster_of;     /* rank -> cluster */
+    int *local_rank;     /* rank -> its rank in its cluster's communicator */
+    int *first;          /* cluster -> its lowest rank (its coordinator) */
+    int *count;          /* cluster -> number of ranks */
+    int *member_start;   /* cluster -> offset into members */
+    int *members;        /* ranks of cluster c: members[member_start[c] .. + count[c]) */
+    int max_count;       /* the largest cluster */
+    int contiguous;      /* every cluster's ranks are consecutive: rank order = cluster order */
+    struct ist_shape_entry shapes[IST_SHAPE_CACHE];
+    int next_shape;
+};
+
+/* Selector state (hier.c), from the environment at MPI_Init:
+ *   ISTHMUS_COLL=isthmus|native          on or off (default native);
+ *   ISTHMUS_COLL_DISABLE=bcast,alltoall  collectives left native;
+ *   ISTHMUS_COLL_ALGORITHM=bcast:flat,allreduce:direct  force an algorithm;
+ *   ISTHMUS_COLL_SEGMENT=BYTES           force the broadcast's segment size;
+ *   ISTHMUS_COLL_LOG=1                   rank 0 logs each choice once per communicator
+ *                                        and size to stderr;
+ *   ISTHMUS_PLOGP=FILE                   P-LogP parameters (isthmus run writes them from
+ *                                        the platform; default: built-in values). */
+extern int ist_hier_enabled;
+extern _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
+
+void ist_hier_init(int provided_thread_level);
+void ist_hier_finalize(void);
+
+/* The hierarchy of comm for collective `id`, or NULL when the native collective should
+ * run. Enters the hierarchical section (ist_hier_leave must follow a non-NULL return). */
+struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm);
+int ist_hier_leave(int rc);
+
+/* The forced algorithm for id ("" when none) and the forced segment size (0: none). */
+const char *ist_hier_algorithm(enum ist_coll_id id);
+long ist_hier_forced_segment(void);
+const struct ist_plogp *ist_hier_model(void);
+/* Rank 0 of comm logs a choice once per (communicator, id, detail). */
+void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Calls that ran hierarchically, and the bytes and messages this rank sent across
+ * wide-area links in them, since the profiler last took them (ist_rec_wan, after each
+ * collective call, charges them to that collective). */
+extern _Thread_local long ist_wan_bytes, ist_wan_messages, ist_wan_calls;
+void ist_hier_note_wan(const struct ist_hier *h, int dest, long bytes, long messages);
+
+/* The large-message exchange of Allreduce between coordinators (coll_allreduce_split.c). */
+int ist_allreduce_split(struct ist_hier *h, void *recvbuf, int count, MPI_Datatype type, MPI_Op op);
+
+/* ---- buffers (coll_buffers.c) ------------------------------------------------------ */
+
+/* A temporary buffer for count elements of type: base is where element 0 goes. */
+struct ist_tmp {
+    char *mem;
+    char *base;
+};
+int ist_tmp_alloc(struct ist_tmp *t, int count, MPI_Datatype type);
+void ist_tmp_free(struct ist_tmp *t);
+/* dst = src for count elements of type (any datatype). */
+int ist_copy_typed(const void *src, void *dst, int count, MPI_Datatype type);
+/* Bytes of count elements of type, packed. */
+long ist_packed_size(int count, MPI_Datatype type);
+/* Pack count elements at buf into out (at *pos, advanced). */
+int ist_pack(const void *buf, int count, MPI_Datatype type, char *out, long size, long *pos);
+int ist_unpack(const char *in, long size, long *pos, void *buf, int count, MPI_Datatype type);
+
+/* ---- point-to-point on the private communicator, counted when it crosses clusters -- */
+int ist_h_isend(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
+                MPI_Request *req);
+int ist_h_irecv(const struct ist_hier *h, void *buf, long bytes, int source, int tag,
+                MPI_Request *req);
+int ist_h_isend_typed(const struct ist_hier *h, const void *buf, int count, MPI_Datatype type,
+                      int dest, int tag, MPI_Request *req);
+int ist_h_irecv_typed(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
+                      int source, int tag, MPI_Request *req);
+int ist_h_waitall(int n, MPI_Request *reqs);
+int ist_h_recv_any_size(const struct ist_hier *h, int source, int tag, char **buf, long *bytes);
+
+/* Where count elements of a type start in a buffer, and how they pack. */
+struct ist_block {
+    const void *buf;
+    int count;
+    MPI_Datatype type;
+};
+long ist_block_bytes(const struct ist_block *b);
+/* to = from, for blocks of the same type signature (their datatypes may differ). */
+int ist_copy_block(const struct ist_block *from, const struct ist_block *to);
+MPI_Aint ist_extent(MPI_Datatype type);
+
+/* p0 op p1 op ... op p(n-1) in this order (MPI's, for non-commutative operations);
+ * overwrites parts[1..n) and returns the one that holds the result. */
+void *ist_fold(void **parts, int n, int count, MPI_Datatype type, MPI_Op op);
+
+/* A coordinator's wide-area step of reduce and allreduce: receive every other cluster's
+ * partial result (count elements of type from its coordinator, tag) and fold them with
+ * buf, this cluster's, in cluster order into buf. With send_own, also send buf to every
+ * other coordinator (allreduce: all coordinators exchange directly). */
+int ist_h_fold_clusters(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
+                        MPI_Op op, int tag, int send_own);
+
+#endif

@@ -1,0 +1,208 @@
+"""The WAN-aware collectives (src/coll): every blocking collective against the MPI's own on
+a seeded random sweep (tests/apps/coll_check.c compares MPI_X through the layer with
+PMPI_X in the same run, byte for byte), on the emulated network with a short WAN so that
+the sweep is quick; and the selector: a communicator inside one cluster, a disabled
+collective, the platform's [collectives] table."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, PLATFORMS, ROOT, TWO_CLUSTERS, Run, _compile
+from isthmus import platform, profile
+
+DAS = PLATFORMS / "das-4x2.toml"
+FAST_WAN = ("--set", "wan.latency=0.2ms", "--set", "wan.bandwidth=1Gbit/s")
+ALL = set(platform.COLLECTIVE_NAMES)
+
+
+def sweep(
+    isthmus: Run, app: Path, mpi: str, platform: Path, sets: tuple[str, ...], seed: int, cases: int
+) -> set[str]:
+    """Run coll_check with the WAN-aware collectives on; return the collectives that ran
+    hierarchically (from the selector's log)."""
+    done = isthmus(
+        "run", "-p", platform, *FAST_WAN, *sets, "--set", "layer.collectives=isthmus",
+        "--set", "collectives.log=true", "--mpi", mpi, "--timeout", "400s",
+        "--", app, str(seed), str(cases),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert re.search(
+        rf"coll_check: seed {seed}, {cases} cases, \d+ rank results compared, 0 differ", done.stdout
+    )
+    return set(re.findall(r"isthmus: (\w+) on \d+ ranks in \d+ clusters", done.stderr))
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_two_clusters_match_native(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    ran = sweep(isthmus, apps[(mpi, "coll_check")], mpi, TWO_CLUSTERS, (), 11, 250)
+    assert ran == ALL
+
+
+@pytest.mark.parametrize(
+    ("mpi", "sets"),
+    [
+        # 4 clusters of 2 with small broadcast segments and Allreduce's large-message
+        # exchange forced; uneven clusters (3, 1, 2, 2) placed round-robin
+        (
+            "mpich",
+            (
+                "--set",
+                "collectives.segment=1000B",
+                "--set",
+                "collectives.algorithm.allreduce=split",
+            ),
+        ),
+        (
+            "openmpi",
+            (
+                "--set",
+                "clusters.ams.hosts=3",
+                "--set",
+                "clusters.delft.hosts=1",
+                "--set",
+                "layer.placement=round-robin",
+            ),
+        ),
+    ],
+)
+def test_four_clusters_match_native(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, sets: tuple[str, ...]
+) -> None:
+    ran = sweep(isthmus, apps[(mpi, "coll_check")], mpi, DAS, sets, 12, 150)
+    if "layer.placement=round-robin" in sets:
+        # clusters interleave on every communicator: scans stay native (docs/collectives.md)
+        assert ran >= ALL - {"scan", "exscan"}
+    else:
+        assert ran == ALL
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_sixteen_ranks_in_uneven_interleaved_clusters_match_native(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The largest case of the issue: 16 ranks in clusters of 5, 3, 6 and 2 hosts,
+    round-robin. Open MPI 4.1.4's own Alltoall (Bruck, chosen for small messages from 16
+    ranks) corrupts memory when the send and receive types differ, with or without
+    isthmus (open-mpi/ompi#10488, fixed after 4.1.4): the reference uses its pairwise
+    algorithm instead."""
+    if mpi == "openmpi":
+        monkeypatch.setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1")
+        monkeypatch.setenv("OMPI_MCA_coll_tuned_alltoall_algorithm", "2")
+    hosts = ("ams=5", "delft=3", "leiden=6", "utrecht=2")
+    sets = [x for h in hosts for x in ("--set", f"clusters.{h.replace('=', '.hosts=')}")]
+    sets += ["--set", "layer.placement=round-robin"]
+    ran = sweep(isthmus, apps[(mpi, "coll_check")], mpi, DAS, tuple(sets), 7, 40)
+    assert {"bcast", "allreduce", "alltoall", "allgather", "barrier"} <= ran
+
+
+def test_one_cluster_runs_native(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
+    """On a single-cluster platform nothing is hierarchical: the native collectives run."""
+    ran = sweep(
+        isthmus, apps[("mpich", "coll_check")], "mpich", PLATFORMS / "one-cluster.toml", (), 13, 40
+    )
+    assert ran == set()
+
+
+def test_disabled_collective_runs_native(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
+    ran = sweep(
+        isthmus, apps[("mpich", "coll_check")], "mpich", TWO_CLUSTERS,
+        ("--set", "collectives.disable=['alltoall', 'bcast']"), 14, 120,
+    )  # fmt: skip
+    assert "alltoall" not in ran and "bcast" not in ran
+    assert "allreduce" in ran
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("collectives.disable=['bcst']", "collectives.disable: unknown collective 'bcst'"),
+        ("collectives.segment=-1", "collectives.segment"),
+        (
+            "collectives.algorithm.bcast=3",
+            "collectives.algorithm.bcast: expected an algorithm name",
+        ),
+        ("collectives.colour=1", "collectives"),
+    ],
+)
+def test_bad_collective_settings(isthmus: Run, setting: str, message: str) -> None:
+    done = isthmus("platform", "show", TWO_CLUSTERS, "--set", setting)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_profile_counts_wide_area_traffic(isthmus: Run, mpi: str, tmp_path: Path) -> None:
+    """The profile's wan section shows each item crossing each link once: an 8-byte
+    Allreduce over 2 clusters is 2 messages of 8 bytes (one each way), a Barrier 2 empty
+    ones."""
+    out = tmp_path / "profile.json"
+    app = ROOT / "build" / "bin" / mpi / "allreduce_loop"
+    done = isthmus(
+        "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+        "--mpi", mpi, "--profile", out, "--timeout", "120s", "--", app, "20",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    p = profile.load(out)
+    wan = {fn: (calls, msgs, nbytes) for fn, calls, msgs, nbytes in p.wan()}
+    assert wan["MPI_Allreduce"] == (30, 60, 480)
+    assert wan["MPI_Barrier"] == (1, 2, 0)
+    shown = isthmus("profile", "show", out)
+    assert "what crossed wide-area links" in shown.stdout
+
+
+FORTRAN = {"mpif": [], "mpi": ["-DUSE_MPI"], "f08": ["-DUSE_F08"]}
+
+
+@pytest.mark.parametrize("binding", FORTRAN)
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_fortran_gets_wan_aware_collectives(
+    isthmus: Run, tmp_path: Path, mpi: str, binding: str
+) -> None:
+    """Fortran under both MPIs and all three bindings: right results (MPI_IN_PLACE too),
+    every collective hierarchical. Open MPI's Fortran calls PMPI_X directly, so there the
+    Fortran wrapper converts and calls the WAN-aware form itself."""
+    app = _compile(
+        "mpif90", mpi, ["-fallow-argument-mismatch", *FORTRAN[binding]],
+        APPS / "coll_fortran.F90", tmp_path / "coll_fortran",
+    )  # fmt: skip
+    done = isthmus(
+        "run", "-p", DAS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+        "--set", "collectives.log=true", "--mpi", mpi, "--timeout", "120s", "--", app,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "coll_fortran: ok" in done.stdout
+    ran = set(re.findall(r"isthmus: (\w+) on \d+ ranks in \d+ clusters", done.stderr))
+    assert ran == {
+        "barrier", "bcast", "allreduce", "reduce", "gather", "allgather", "scatter",
+        "alltoall", "scan",
+    }  # fmt: skip
+
+
+def test_mpi4py_gets_wan_aware_collectives(isthmus: Run, tmp_path: Path) -> None:
+    """Python (Debian's mpi4py, built for Open MPI) reaches the same C entry points:
+    right results (non-commutative user op, IN_PLACE, pickled objects) and the
+    hierarchical algorithms ran (the selector's log and the profile's wan section).
+    mpi4py asks for MPI_THREAD_MULTIPLE, under which the layer keeps native collectives;
+    its own MPI4PY_RC_THREAD_LEVEL says the program is serialized (no code change)."""
+    prof = tmp_path / "p.json"
+    env = dict(os.environ, MPI4PY_RC_THREAD_LEVEL="serialized")
+    done = isthmus(
+        "run", "-p", DAS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+        "--set", "collectives.log=true", "--mpi", "openmpi", "--profile", prof,
+        "--timeout", "200s", "--", "/usr/bin/python3", APPS / "coll_mpi4py.py", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "coll_mpi4py: ok" in done.stdout, done.stdout
+    ran = set(re.findall(r"isthmus: (\w+) on \d+ ranks in \d+ clusters", done.stderr))
+    assert {"barrier", "allreduce", "bcast", "allgather", "alltoall", "scan", "reduce"} <= ran
+    wan = profile.load(prof).wan()
+    assert {"MPI_Allreduce", "MPI_Bcast", "MPI_Alltoall"} <= {f for f, *_ in wan}

@@ -1,0 +1,205 @@
+"""`isthmus sweep`: the matrix of runs on the real emulated network, failures, hangs,
+figures that match nothing, resume, Ctrl-C, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ISTHMUS, ROOT, TWO_CLUSTERS, Run
+from isthmus import platform as platform_mod
+from isthmus import sweep as sweep_mod
+
+
+def _rows(out: Path) -> dict[str, dict[str, str]]:
+    with open(out / "results.csv") as f:
+        return {r["id"]: r for r in csv.DictReader(f)}
+
+
+def test_a_sweep_runs_the_matrix_records_a_failing_point_and_goes_on(
+    isthmus: Run, apps: dict[tuple[str, str], Path], tmp_path: Path
+) -> None:
+    # rtt_gate fails when the round trip exceeds 4 ms: at 5 ms one way, not at 0
+    out = tmp_path / "sweep"
+    done = isthmus(
+        "sweep",
+        "-p",
+        TWO_CLUSTERS,
+        "--vary",
+        "wan.latency=0,5ms",
+        "--mpi",
+        "openmpi",
+        "--coll",
+        "native,isthmus",
+        "--figure",
+        r"rtt_us=rtt_us = ([0-9.]+)",
+        "--figure",
+        "nothing=NO SUCH LINE ([0-9]+)",
+        "--name",
+        "gate",
+        "--timeout",
+        "120s",
+        "-o",
+        out,
+        "--",
+        apps[("openmpi", "rtt_gate")],
+        "4000",
+    )
+    assert done.returncode == 0, done.stderr
+    rows = _rows(out)
+    assert len(rows) == 5  # baseline + 2 latencies x 2 collective modes
+    base = rows["gate_openmpi_native_one-cluster_r0"]
+    assert base["status"] == "ok" and base["platform"] == "one-cluster"
+    for coll in ("native", "isthmus"):
+        fast = rows[f"gate_openmpi_{coll}_wan.latency=0_r0"]
+        slow = rows[f"gate_openmpi_{coll}_wan.latency=5ms_r0"]
+        assert fast["status"] == "ok" and float(fast["rtt_us"]) < 4000
+        assert slow["status"] == "failed" and slow["exit_code"] == "1"
+        assert float(slow["rtt_us"]) >= 10000  # the failing point's figure is kept
+        assert float(slow["wall_s"]) > 0 and slow["nothing"] == ""
+        assert float(slow["inter_bytes"]) > 0  # from the point's profile
+    # every point warned that its pattern matched nothing, and its files are there
+    assert done.stderr.count("figure 'nothing' not found") == 5
+    point = out / "points" / "gate_openmpi_isthmus_wan.latency=5ms_r0"
+    assert {"stdout.txt", "stderr.txt", "profile.json", "point.json"} <= {
+        p.name for p in point.iterdir()
+    }
+    assert json.loads((out / "results.json").read_text())[0]["id"] == base["id"]
+    # the baseline platform holds the same ranks in one cluster
+    one = platform_mod.load(out / "one-cluster-gate.toml", [])
+    assert len(one.clusters) == 1 and one.total_ranks == 4
+
+    # run again: everything is done already, nothing runs
+    again = isthmus("sweep", "-p", TWO_CLUSTERS, "--vary", "wan.latency=0,5ms", "--mpi",
+                    "openmpi", "--coll", "native,isthmus", "--figure",
+                    r"rtt_us=rtt_us = ([0-9.]+)", "--figure", "nothing=NO SUCH LINE ([0-9]+)",
+                    "--name", "gate", "--timeout", "120s", "-o", out, "--",
+                    apps[("openmpi", "rtt_gate")], "4000")  # fmt: skip
+    assert again.returncode == 0 and "5 already done" in again.stderr, again.stderr
+    # another sweep into the same directory is refused
+    other = isthmus("sweep", "-p", TWO_CLUSTERS, "-o", out, "--", apps[("openmpi", "rtt_gate")])
+    assert other.returncode == 2 and "different sweep" in other.stderr
+
+
+def test_a_hanging_point_times_out_and_the_sweep_goes_on(
+    isthmus: Run, apps: dict[tuple[str, str], Path], tmp_path: Path
+) -> None:
+    sweep_file = tmp_path / "hang.toml"
+    sweep_file.write_text(
+        f"""
+platform = "{TWO_CLUSTERS}"
+mpi = ["mpich"]
+timeout = "4s"
+baseline = false
+[[app]]
+name = "hang"
+command = ["{apps[("mpich", "sleeper")]}", "600"]
+[[app]]
+name = "quick"
+command = ["{apps[("mpich", "sleeper")]}", "0"]
+figures = {{ ready = "(ready)" }}
+"""
+    )
+    out = tmp_path / "out"
+    started = time.monotonic()
+    done = isthmus("sweep", sweep_file, "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 120
+    rows = _rows(out)
+    assert rows["hang_mpich_native_r0"]["status"] == "timeout"
+    assert rows["quick_mpich_native_r0"]["status"] == "ok"
+    # "ready" is not a number: recorded empty, with a warning
+    assert "figure 'ready' not found" in done.stderr
+
+
+def test_ctrl_c_keeps_the_finished_points_and_a_rerun_resumes(
+    apps: dict[tuple[str, str], Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    cmd = [str(ISTHMUS), "sweep", "-p", str(TWO_CLUSTERS), "--vary", "wan.latency=0,1ms",
+           "--no-baseline", "--timeout", "300s", "--name", "sleeper", "-o", str(out), "--",
+           str(apps[("openmpi", "sleeper")]), "2"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = out / "points" / "sleeper_openmpi_native_wan.latency=0_r0" / "point.json"
+    second = out / "points" / "sleeper_openmpi_native_wan.latency=1ms_r0"
+    deadline = time.monotonic() + 120
+    while not (second / "stdout.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert first.exists()
+    time.sleep(1.0)  # the second point is running
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert json.loads(first.read_text())["status"] == "ok"
+    assert not (second / "point.json").exists()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "1 already done" in done.stderr, done.stderr
+    assert all(r["status"] == "ok" for r in _rows(out).values())
+    assert len(_rows(out)) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vary", "wan.latency"], "expected KEY=VALUE,VALUE"),
+        (["--vary", "wan.latency=0,fast"], "wan.latency"),
+        (["--mpi", "lam"], "expected a comma-separated list of openmpi, mpich"),
+        (["--coll", "magic"], "native, isthmus"),
+        (["--figure", "x=no group"], "needs a (group)"),
+        (["--figure", "x=(unclosed"], "not a regular expression"),
+        (["--repeat", "0"], "repeat 0"),
+    ],
+)
+def test_bad_sweep_options_are_one_line_errors(
+    isthmus: Run, tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = isthmus("sweep", "-p", TWO_CLUSTERS, *args, "-o", tmp_path / "o", "--", "true")
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "o").exists()  # nothing started
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("platform = 3", "platform: expected the path"),
+        ('platform = "x.toml"\ncolour = 1', "unknown key 'colour'"),
+        ('platform = "x.toml"', "no [[app]]"),
+        ('platform = "x.toml"\n[[app]]\nname = "a"', "command: expected"),
+        ('platform = "x.toml"\ntimeout = "soon"\n[[app]]\nname="a"\ncommand="b"', "timeout"),
+        ('platform = "x.toml"\n[[app]]\nname="a"\ncommand={lam=["b"]}', "command.lam"),
+        ("platform = [", "not TOML"),
+    ],
+)
+def test_bad_sweep_files_are_one_line_errors(
+    isthmus: Run, tmp_path: Path, text: str, message: str
+) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(text + "\n")
+    done = isthmus("sweep", f, "-o", tmp_path / "o")
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_points_and_commands() -> None:
+    app = sweep_mod.App("a", ("{bench}/pingpong", "-o", "{point}/x", "{mpi}"))
+    s = sweep_mod.Sweep(
+        platform=ROOT / "examples/platforms/two-clusters.toml",
+        apps=(app,),
+        vary=(("wan.latency", ("0", "1ms")), ("wan.bandwidth", ("1MB/s", "1Gbit/s"))),
+        mpis=("openmpi", "mpich"),
+        colls=("native", "isthmus"),
+        repeat=2,
+    )
+    pts = sweep_mod.points(s)
+    assert len(pts) == 2 * 2 * (1 + 2 * 2 * 2)
+    assert len({p.id for p in pts}) == len(pts)
+    cmd = app.command("mpich", Path("/tmp/p"), Path("/x"))
+    assert cmd[0].endswith("bin/mpich/pingpong") and cmd[2:] == ["/tmp/p/x", "mpich"]
