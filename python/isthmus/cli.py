@@ -121,7 +121,7 @@ def cmd_platform_show(args: argparse.Namespace) -> int:
         )
     if p.io:
         console.print(
-            f"I/O: {p.io.servers} server(s) in {p.io.cluster or 'their own ranks'}, "
+            f"I/O: {p.io.servers} server(s), {p.io.cluster or 'the last ranks'}, "
             f"stripe {format_size(p.io.stripe)}, directory {p.io.directory}"
         )
     console.print(

@@ -149,6 +149,21 @@ class Platform:
             out += [c.name for c in self.clusters if i < c.ranks]
         return out
 
+    def io_server_ranks(self, nranks: int) -> list[int]:
+        """The world ranks of pio's I/O servers in a job of nranks (docs/pio.md): the first
+        io.servers ranks of io.cluster, or else the job's last io.servers ranks."""
+        if self.io is None:
+            return []
+        if self.io.cluster is not None and self.emulated:
+            ranks = [r for r, c in enumerate(self.rank_clusters()) if c == self.io.cluster]
+            return ranks[: self.io.servers]
+        if self.io.servers >= nranks:
+            raise UserError(
+                f"{self.path}: io.servers: {self.io.servers} I/O servers in a job of {nranks} "
+                "ranks leave no client: expected fewer servers than ranks"
+            )
+        return list(range(nranks - self.io.servers, nranks))
+
     def rank_blocks(self) -> list[tuple[str, int]]:
         """rank_clusters as runs of consecutive ranks: (cluster, count), in rank order."""
         runs: list[tuple[str, int]] = []
@@ -401,6 +416,16 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
             directory,
             r.unit(t, "io", "stripe", parse_size, 64 * 1024),
         )
+        if io.stripe < 1 or io.stripe > 1 << 30:
+            raise r.fail("io.stripe", f"{io.stripe} bytes: expected 1 byte to 1GiB")
+        if cluster is not None:
+            home = next(c for c in clusters if c.name == cluster)
+            if home.hosts > 0 and io.servers > home.ranks:
+                raise r.fail(
+                    "io.servers",
+                    f"{io.servers} servers, but cluster {cluster!r} has {home.ranks} ranks: "
+                    "expected at most that many",
+                )
 
     lt = r.table(top.get("layer", {}), "layer", ("collectives", "wait", "profile", "placement"))
     profile = r.boolean(lt, "layer", "profile", False)

@@ -71,6 +71,20 @@ def rank_count(platform: Platform, requested: int | None) -> int:
     return requested
 
 
+def pio_environment(platform: Platform, nranks: int) -> dict[str, str]:
+    """The platform's [io] table for the pio library (src/pio/pio.h), and every
+    ISTHMUS_PIO_* variable of the caller's environment (they win), for the ranks."""
+    env = {}
+    if platform.io is not None:
+        env = {
+            "ISTHMUS_PIO_SERVERS": ",".join(map(str, platform.io_server_ranks(nranks))),
+            "ISTHMUS_PIO_DIR": platform.io.directory,
+            "ISTHMUS_PIO_STRIPE": str(platform.io.stripe),
+        }
+    env.update({k: v for k, v in os.environ.items() if k.startswith("ISTHMUS_PIO_")})
+    return env
+
+
 def layer_environment(
     platform: Platform, impl: mpi.MpiImplementation, profile: Path | None
 ) -> dict[str, str]:
@@ -291,6 +305,7 @@ def run(req: RunRequest) -> int:
             layer_env["ISTHMUS_STATUS_DIR"] = status_dir
             layer_env.update(collective_environment(req.platform, Path(status_dir)))
             layer_env["ISTHMUS_WAIT"] = wait_mode(req.platform, impl, nranks, cores)
+            layer_env.update(pio_environment(req.platform, nranks))
             prefix: list[str] = []
             alive = None
             if emulate:

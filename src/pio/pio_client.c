@@ -1,0 +1,698 @@
+/* pio's client side: roles and settings (pio_init), files (open, close, flush, size), and
+ * reads and writes planned over the servers (pio_layout.c) and scheduled
+ * (pio_schedule.c). Every wait for a server has a deadline: a server that stops answering
+ * is an error after the timeout, never a hang. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "pio_internal.h"
+
+struct pio_file {
+    pio_ctx *ctx;
+    int id, flags;
+    char name[256];
+    struct pio_layout layout;
+    struct pio_view view;
+    int64_t known_size; /* at least the file's size: at open, after own writes, at the last stat */
+};
+
+static const char *const strategy_names[PIO_STRATEGIES] = {"default", "first", "random", "hash", "window"};
+
+const char *pio_strategy_name(int strategy)
+{
+    return strategy > 0 && strategy < PIO_STRATEGIES ? strategy_names[strategy] : "?";
+}
+
+int pio_strategy_parse(const char *name)
+{
+    for (int s = 1; s < PIO_STRATEGIES; s++)
+        if (strcmp(name, strategy_names[s]) == 0) return s;
+    return -1;
+}
+
+/* ---- settings ------------------------------------------------------------------------ */
+
+static int env_number(const char *var, int64_t min, int64_t max, int64_t *out)
+{
+    const char *v = getenv(var);
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < min || x > max)
+        return pio_fail(PIO_EINVAL, "pio: %s=%s: expected a whole number from %lld to %lld", var, v,
+                        (long long)min, (long long)max);
+    *out = x;
+    return 1;
+}
+
+static int parse_servers(struct pio_ctx *c, const struct pio_options *o)
+{
+    int n = 0, cap = 16, *list = malloc((size_t)cap * sizeof *list);
+    if (!list) return pio_fail(PIO_EINVAL, "pio: out of memory");
+    if (o && o->nservers > 0) {
+        if (o->nservers > cap && !(list = realloc(list, (size_t)(cap = o->nservers) * sizeof *list)))
+            return pio_fail(PIO_EINVAL, "pio: out of memory");
+        for (; n < o->nservers; n++) list[n] = o->servers[n];
+    } else {
+        const char *v = getenv("ISTHMUS_PIO_SERVERS");
+        if (!v || !*v) {
+            free(list);
+            return pio_fail(PIO_EINVAL, "pio: no I/O servers: give the platform an [io] table (isthmus run "
+                                        "passes it as ISTHMUS_PIO_SERVERS) or pio_options.servers");
+        }
+        for (const char *p = v; *p;) {
+            char *end;
+            long r = strtol(p, &end, 10);
+            if (end == p || (*end && *end != ',')) {
+                free(list);
+                return pio_fail(PIO_EINVAL, "pio: ISTHMUS_PIO_SERVERS=%s: expected ranks separated by commas", v);
+            }
+            if (n == cap && !(list = realloc(list, (size_t)(cap *= 2) * sizeof *list)))
+                return pio_fail(PIO_EINVAL, "pio: out of memory");
+            list[n++] = (int)r;
+            p = *end ? end + 1 : end;
+        }
+    }
+    c->servers = list;
+    c->nservers = n;
+    c->role = malloc((size_t)c->size * sizeof *c->role);
+    if (!c->role) return pio_fail(PIO_EINVAL, "pio: out of memory");
+    for (int r = 0; r < c->size; r++) c->role[r] = 0;
+    for (int i = 0; i < n; i++) {
+        if (list[i] < 0 || list[i] >= c->size)
+            return pio_fail(PIO_EINVAL, "pio: I/O server rank %d: the job has ranks 0 to %d", list[i], c->size - 1);
+        if (c->role[list[i]]) return pio_fail(PIO_EINVAL, "pio: I/O server rank %d given twice", list[i]);
+        c->role[list[i]] = 1;
+    }
+    if (n >= c->size)
+        return pio_fail(PIO_EINVAL, "pio: all %d ranks are I/O servers: at least one client is needed", c->size);
+    int clients = 0;
+    for (int r = 0; r < c->size; r++) c->role[r] = c->role[r] ? 0 : -1 - clients++;
+    for (int i = 0; i < n; i++) c->role[list[i]] = i;
+    c->nclients = clients;
+    c->server_index = c->role[c->rank] >= 0 ? c->role[c->rank] : -1;
+    c->client_index = c->role[c->rank] < 0 ? -1 - c->role[c->rank] : -1;
+    return PIO_OK;
+}
+
+static int configure(struct pio_ctx *c, const struct pio_options *o)
+{
+    int rc = parse_servers(c, o);
+    if (rc) return rc;
+    const char *dir = o && o->directory ? o->directory : getenv("ISTHMUS_PIO_DIR");
+    if (!dir || !*dir) dir = "/tmp/isthmus-pio";
+    if (strlen(dir) + 64 >= sizeof c->directory)
+        return pio_fail(PIO_EINVAL, "pio: directory %.64s...: too long", dir);
+    strcpy(c->directory, dir);
+    int64_t x;
+    c->stripe = 65536;
+    if (o && o->stripe) c->stripe = o->stripe;
+    else if ((rc = env_number("ISTHMUS_PIO_STRIPE", 1, 1 << 30, &x)) < 0) return rc;
+    else if (rc) c->stripe = x;
+    if (c->stripe < 1 || c->stripe > (1 << 30))
+        return pio_fail(PIO_EINVAL, "pio: stripe %lld: expected 1 byte to 1 GiB", (long long)c->stripe);
+    c->strategy = PIO_HASH_IOS;
+    const char *s = getenv("ISTHMUS_PIO_STRATEGY");
+    if (o && o->strategy) c->strategy = o->strategy;
+    else if (s && *s && (c->strategy = pio_strategy_parse(s)) < 0)
+        return pio_fail(PIO_EINVAL, "pio: ISTHMUS_PIO_STRATEGY=%s: expected first, random, hash or window", s);
+    c->block = c->stripe;
+    if (o && o->block) c->block = o->block;
+    else if ((rc = env_number("ISTHMUS_PIO_BLOCK", 1, 1 << 30, &x)) < 0) return rc;
+    else if (rc) c->block = x;
+    c->timeout = o && o->timeout > 0 ? o->timeout : 20;
+    if (!(o && o->timeout > 0) && (rc = env_number("ISTHMUS_PIO_TIMEOUT", 1, 86400, &x)) < 0) return rc;
+    else if (rc > 0) c->timeout = (double)x;
+    c->seed = 1;
+    if (o && o->seed) c->seed = o->seed;
+    else if ((rc = env_number("ISTHMUS_PIO_SEED", 0, 0xffffffffLL, &x)) < 0) return rc;
+    else if (rc) c->seed = (unsigned)x;
+    return pio_set_schedule(c, c->strategy, c->block);
+}
+
+int pio_set_schedule(pio_ctx *c, int strategy, int64_t block)
+{
+    if (strategy < 1 || strategy >= PIO_STRATEGIES)
+        return pio_fail(PIO_EINVAL, "pio: strategy %d: expected PIO_FIRST_IOS, PIO_RANDOM_IOS, PIO_HASH_IOS or "
+                                    "PIO_WINDOW_IOS", strategy);
+    if (block < 1 || block > (1 << 30))
+        return pio_fail(PIO_EINVAL, "pio: schedule block %lld: expected 1 byte to 1 GiB", (long long)block);
+    c->strategy = strategy;
+    c->block = block;
+    return PIO_OK;
+}
+
+int pio_data_path(const struct pio_ctx *c, const char *name, char *out, size_t len)
+{
+    return snprintf(out, len, "%s/server-%d/%s", c->directory, c->server_index, name) < (int)len ? 0 : -1;
+}
+
+int pio_meta_path(const struct pio_ctx *c, const char *name, char *out, size_t len)
+{
+    return snprintf(out, len, "%s/server-0/%s.pio-meta", c->directory, name) < (int)len ? 0 : -1;
+}
+
+/* Every rank of comm returns the lowest code any rank had, with that rank's message. */
+static int agree(MPI_Comm comm, int rc)
+{
+    int me, in[2], out[2];
+    MPI_Comm_rank(comm, &me);
+    in[0] = rc;
+    in[1] = me;
+    MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm);
+    if (out[0] == PIO_OK) return PIO_OK;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", pio_last_error());
+    MPI_Bcast(msg, sizeof msg, MPI_CHAR, out[1], comm);
+    return pio_fail(out[0], "%s", msg);
+}
+
+static int prepare_directory(const struct pio_ctx *c)
+{
+    struct stat st;
+    if (stat(c->directory, &st) != 0 || !S_ISDIR(st.st_mode))
+        return pio_fail(PIO_ENOENT, "pio: I/O server %d: directory %s does not exist (the platform's io.directory)",
+                        c->server_index, c->directory);
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/server-%d", c->directory, c->server_index);
+    if (mkdir(sub, 0755) != 0 && errno != EEXIST)
+        return pio_fail(PIO_EIO, "pio: I/O server %d: cannot make %s: %s", c->server_index, sub, strerror(errno));
+    return PIO_OK;
+}
+
+static void free_ctx(struct pio_ctx *c)
+{
+    free(c->servers);
+    free(c->role);
+    free(c);
+}
+
+int pio_init(MPI_Comm comm, const struct pio_options *o, pio_ctx **out, MPI_Comm *clients)
+{
+    *out = NULL;
+    *clients = MPI_COMM_NULL;
+    struct pio_ctx *c = calloc(1, sizeof *c);
+    if (!c) return pio_fail(PIO_EINVAL, "pio: out of memory");
+    MPI_Comm_dup(comm, &c->comm);
+    MPI_Comm_rank(c->comm, &c->rank);
+    MPI_Comm_size(c->comm, &c->size);
+    c->server_index = c->client_index = -1;
+    int rc = configure(c, o);
+    if (rc == PIO_OK && c->server_index >= 0) rc = prepare_directory(c);
+    rc = agree(c->comm, rc);
+    if (rc) {
+        MPI_Comm_free(&c->comm);
+        free_ctx(c);
+        return rc;
+    }
+    MPI_Comm split;
+    MPI_Comm_split(c->comm, c->server_index >= 0, c->rank, &split);
+    if (c->server_index >= 0) {
+        MPI_Comm_free(&split);
+        rc = pio_serve(c);
+        MPI_Comm_free(&c->comm);
+        free_ctx(c);
+        return rc ? rc : PIO_SERVED;
+    }
+    MPI_Comm_dup(split, &c->clients);
+    *clients = split;
+    *out = c;
+    return PIO_OK;
+}
+
+/* ---- waiting with a deadline --------------------------------------------------------- */
+
+/* Back off from testing to short sleeps: the servers and clients share cores here. */
+static void nap(int *spins)
+{
+    if (++*spins < 64) return;
+    struct timespec ts = {0, *spins < 2000 ? 2000 : 50000};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits for one of n requests; *index gets which. who[i] names request i's server. */
+static int wait_any(const struct pio_ctx *c, int n, MPI_Request *r, const int *who, int *index, MPI_Status *st)
+{
+    double since = MPI_Wtime();
+    int spins = 0;
+    for (;;) {
+        int flag;
+        if (MPI_Testany(n, r, index, &flag, st) != MPI_SUCCESS) return pio_fail(PIO_EMPI, "pio: MPI_Testany failed");
+        if (flag) return PIO_OK;
+        if (MPI_Wtime() - since > c->timeout) {
+            int s = -1;
+            for (int i = 0; i < n && s < 0; i++)
+                if (r[i] != MPI_REQUEST_NULL) s = who[i];
+            return pio_fail(PIO_ETIMEDOUT, "pio: I/O server %d (rank %d) did not answer within %g s", s,
+                            s >= 0 ? c->servers[s] : -1, c->timeout);
+        }
+        nap(&spins);
+    }
+}
+
+/* Sends each listed server one request and waits for every reply; replies[i] is server
+ * i's (servers not listed are skipped). */
+static int ask_servers(const struct pio_ctx *c, struct pio_msg req, const void *payload, int plen,
+                       const int *listed, struct pio_msg *replies)
+{
+    int n = c->nservers;
+    MPI_Request *r = malloc(2 * (size_t)n * sizeof *r);
+    int *who = malloc(2 * (size_t)n * sizeof *who);
+    char *msg = malloc(sizeof req + (size_t)plen);
+    if (!r || !who || !msg) {
+        free(r), free(who), free(msg);
+        return pio_fail(PIO_EINVAL, "pio: out of memory");
+    }
+    memcpy(msg, &req, sizeof req);
+    if (plen) memcpy(msg + sizeof req, payload, (size_t)plen);
+    for (int s = 0; s < n; s++) {
+        who[s] = who[n + s] = s;
+        r[s] = r[n + s] = MPI_REQUEST_NULL;
+        if (listed && !listed[s]) continue;
+        MPI_Irecv(&replies[s], sizeof replies[s], MPI_BYTE, c->servers[s], PIO_TAG_REPLY, c->comm, &r[s]);
+        MPI_Isend(msg, (int)sizeof req + plen, MPI_BYTE, c->servers[s], PIO_TAG_REQUEST, c->comm, &r[n + s]);
+    }
+    int rc = PIO_OK;
+    for (;;) {
+        int i;
+        MPI_Status st;
+        rc = wait_any(c, 2 * n, r, who, &i, &st);
+        if (rc || i == MPI_UNDEFINED) break;
+    }
+    free(r), free(who), free(msg);
+    return rc;
+}
+
+static int reply_error(const struct pio_ctx *c, const struct pio_msg *rep, int s, const char *what, const char *name)
+{
+    if (rep->status == PIO_ENOENT)
+        return pio_fail(PIO_ENOENT, "pio: %s: no such file (no layout in %s/server-0)", name, c->directory);
+    if (rep->status == PIO_ELAYOUT)
+        return pio_fail(PIO_ELAYOUT, "pio: %s was striped over %lld I/O servers; this job has %d", name,
+                        (long long)rep->b, c->nservers);
+    return pio_fail(rep->status, "pio: I/O server %d: %s %s failed: %s", s, what, name, strerror(rep->flags));
+}
+
+/* ---- files --------------------------------------------------------------------------- */
+
+static int check_name(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > 200 || strchr(name, '/') || name[0] == '.')
+        return pio_fail(PIO_EINVAL, "pio: file name '%s': expected 1-200 characters, no '/', not starting with '.'",
+                        name ? name : "(null)");
+    return PIO_OK;
+}
+
+static int stat_size(struct pio_file *f, int64_t *size)
+{
+    const struct pio_ctx *c = f->ctx;
+    struct pio_msg req = {.op = PIO_OP_STAT, .file = f->id}, *rep = calloc((size_t)c->nservers, sizeof *rep);
+    if (!rep) return pio_fail(PIO_EINVAL, "pio: out of memory");
+    int rc = ask_servers(c, req, NULL, 0, NULL, rep);
+    *size = 0;
+    for (int s = 0; !rc && s < c->nservers; s++) {
+        if (rep[s].status) rc = reply_error(c, &rep[s], s, "stat of", f->name);
+        int64_t end = pio_logical_end(&f->layout, s, rep[s].b);
+        if (end > *size) *size = end;
+    }
+    free(rep);
+    return rc;
+}
+
+/* Client 0 opens the file on server 0 (which keeps the layout), then on the others. */
+static int open_on_servers(struct pio_file *f, int flags)
+{
+    const struct pio_ctx *c = f->ctx;
+    int n = c->nservers, rc;
+    struct pio_msg req = {.op = PIO_OP_OPEN, .file = f->id, .flags = flags, .n = n, .a = c->stripe};
+    struct pio_msg *rep = calloc((size_t)n, sizeof *rep);
+    int *listed = calloc((size_t)n, sizeof *listed);
+    if (!rep || !listed) {
+        free(rep), free(listed);
+        return pio_fail(PIO_EINVAL, "pio: out of memory");
+    }
+    listed[0] = 1;
+    rc = ask_servers(c, req, f->name, (int)strlen(f->name) + 1, listed, rep);
+    if (!rc && rep[0].status) rc = reply_error(c, &rep[0], 0, "opening", f->name);
+    if (!rc) {
+        f->layout = (struct pio_layout){rep[0].a, n};
+        f->known_size = pio_logical_end(&f->layout, 0, rep[0].b);
+        req.a = rep[0].a;
+        req.flags |= PIO_CREATE; /* the layout exists: a server with no data yet makes its file */
+        for (int s = 0; s < n; s++) listed[s] = s > 0;
+        if (n > 1) rc = ask_servers(c, req, f->name, (int)strlen(f->name) + 1, listed, rep);
+        for (int s = 1; !rc && s < n; s++) {
+            if (rep[s].status) rc = reply_error(c, &rep[s], s, "opening", f->name);
+            int64_t end = pio_logical_end(&f->layout, s, rep[s].b);
+            if (end > f->known_size) f->known_size = end;
+        }
+    }
+    free(rep), free(listed);
+    return rc;
+}
+
+int pio_open(pio_ctx *c, const char *name, int flags, pio_file **out)
+{
+    *out = NULL;
+    struct pio_file *f = calloc(1, sizeof *f);
+    int rc = f ? check_name(name) : pio_fail(PIO_EINVAL, "pio: out of memory");
+    if (!rc && ((flags & PIO_RDWR) == 0 || (flags & ~(PIO_RDWR | PIO_CREATE | PIO_TRUNC))))
+        rc = pio_fail(PIO_EINVAL, "pio: open flags %#x: expected PIO_RDONLY, PIO_WRONLY or PIO_RDWR, with "
+                                  "PIO_CREATE and PIO_TRUNC", (unsigned)flags);
+    if (!rc && (flags & PIO_TRUNC) && !(flags & PIO_WRONLY))
+        rc = pio_fail(PIO_EINVAL, "pio: PIO_TRUNC needs write access");
+    rc = agree(c->clients, rc);
+    if (rc) {
+        free(f);
+        return rc;
+    }
+    f->ctx = c;
+    f->flags = flags;
+    f->id = c->next_file++;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    if (c->client_index == 0) rc = open_on_servers(f, flags);
+    rc = agree(c->clients, rc);
+    int64_t shared[2] = {f->layout.stripe, f->known_size};
+    MPI_Bcast(shared, 2, MPI_INT64_T, 0, c->clients);
+    f->layout = (struct pio_layout){shared[0], c->nservers};
+    f->known_size = shared[1];
+    if (rc) {
+        free(f);
+        return rc;
+    }
+    *out = f;
+    return PIO_OK;
+}
+
+int pio_flush(pio_file *f)
+{
+    const struct pio_ctx *c = f->ctx;
+    struct pio_msg req = {.op = PIO_OP_FLUSH, .file = f->id}, *rep = calloc((size_t)c->nservers, sizeof *rep);
+    if (!rep) return pio_fail(PIO_EINVAL, "pio: out of memory");
+    int rc = ask_servers(c, req, NULL, 0, NULL, rep);
+    for (int s = 0; !rc && s < c->nservers; s++)
+        if (rep[s].status) rc = reply_error(c, &rep[s], s, "fsync of", f->name);
+    free(rep);
+    return rc;
+}
+
+int pio_close(pio_file *f)
+{
+    struct pio_ctx *c = f->ctx;
+    int rc = PIO_OK;
+    MPI_Barrier(c->clients); /* every client's writes have been acknowledged */
+    if (c->client_index == 0) {
+        struct pio_msg req = {.op = PIO_OP_CLOSE, .file = f->id}, *rep = calloc((size_t)c->nservers, sizeof *rep);
+        rc = rep ? ask_servers(c, req, NULL, 0, NULL, rep) : pio_fail(PIO_EINVAL, "pio: out of memory");
+        for (int s = 0; !rc && s < c->nservers; s++)
+            if (rep[s].status) rc = reply_error(c, &rep[s], s, "closing", f->name);
+        free(rep);
+    }
+    rc = agree(c->clients, rc);
+    free(f);
+    return rc;
+}
+
+int pio_size(pio_file *f, int64_t *size)
+{
+    int rc = stat_size(f, size);
+    if (!rc && *size > f->known_size) f->known_size = *size;
+    return rc;
+}
+
+int pio_set_view(pio_file *f, const struct pio_view *v)
+{
+    struct pio_view whole = {0};
+    if (!v) v = &whole;
+    int rc = pio_view_check(v);
+    if (!rc) f->view = *v;
+    return rc;
+}
+
+int pio_finalize(pio_ctx *c)
+{
+    MPI_Barrier(c->clients);
+    if (c->client_index == 0) {
+        struct pio_msg req = {.op = PIO_OP_SHUTDOWN};
+        for (int s = 0; s < c->nservers; s++)
+            MPI_Send(&req, sizeof req, MPI_BYTE, c->servers[s], PIO_TAG_REQUEST, c->comm);
+    }
+    MPI_Comm_free(&c->clients);
+    MPI_Comm_free(&c->comm);
+    free_ctx(c);
+    return PIO_OK;
+}
+
+/* ---- writes -------------------------------------------------------------------------- */
+
+/* A chunk in flight: its message, the send and the server's reply. */
+struct slot {
+    char *buf;
+    size_t cap;
+    int server;
+    struct pio_msg reply;
+};
+
+static int send_chunk(struct pio_file *f, const struct pio_schedule *sc, const struct pio_chunk *ch,
+                      const char *data, struct slot *slot, MPI_Request *send, MPI_Request *reply)
+{
+    const struct pio_ctx *c = f->ctx;
+    size_t size = sizeof(struct pio_msg) + (size_t)ch->n * sizeof(struct pio_wire_extent) + (size_t)ch->bytes;
+    if (size > slot->cap) {
+        char *grown = realloc(slot->buf, size);
+        if (!grown) return pio_fail(PIO_EINVAL, "pio: out of memory");
+        slot->buf = grown;
+        slot->cap = size;
+    }
+    struct pio_msg m = {.op = PIO_OP_WRITE, .file = f->id, .n = ch->n, .client = c->client_index};
+    memcpy(slot->buf, &m, sizeof m);
+    struct pio_wire_extent *w = (struct pio_wire_extent *)(slot->buf + sizeof m);
+    char *p = (char *)(w + ch->n);
+    for (int i = 0; i < ch->n; i++) {
+        const struct pio_extent *e = &sc->e[ch->first + i];
+        w[i] = (struct pio_wire_extent){e->local, e->len};
+        memcpy(p, data + e->mem, (size_t)e->len);
+        p += e->len;
+    }
+    slot->server = ch->server;
+    int rank = c->servers[ch->server];
+    MPI_Irecv(&slot->reply, sizeof slot->reply, MPI_BYTE, rank, PIO_TAG_REPLY, c->comm, reply);
+    MPI_Isend(slot->buf, (int)size, MPI_BYTE, rank, PIO_TAG_REQUEST, c->comm, send);
+    return PIO_OK;
+}
+
+#define MAX_WINDOW 2
+
+long pio_test_hook(const char *var, int index)
+{
+    const char *v = getenv(var);
+    char *end;
+    long who = v && *v ? strtol(v, &end, 10) : -1;
+    return who >= 0 && who == index && *end == ':' ? strtol(end + 1, NULL, 10) : -1;
+}
+
+static int write_planned(struct pio_file *f, const struct pio_extents *lists, const char *data)
+{
+    struct pio_ctx *c = f->ctx;
+    struct pio_schedule sc;
+    int rc = pio_schedule_build(lists, c->nservers, c->block, c->strategy, c->client_index, c->seed, &sc);
+    if (rc) return rc;
+    int window = c->strategy == PIO_WINDOW_IOS ? MAX_WINDOW : 1, busy = 0;
+    struct slot slot[MAX_WINDOW] = {0};
+    MPI_Request send[MAX_WINDOW], reply[MAX_WINDOW];
+    int who[MAX_WINDOW];
+    for (int i = 0; i < MAX_WINDOW; i++) send[i] = reply[i] = MPI_REQUEST_NULL;
+    long fatal = pio_test_hook("ISTHMUS_PIO_TEST_DIE_AFTER", c->client_index);
+    int k = 0;
+    while (k < sc.nchunks || busy > 0) {
+        /* Send the next chunk if a slot is free and no chunk to its server is in flight. */
+        int free_slot = -1, server_busy = 0;
+        for (int i = 0; i < window; i++) {
+            if (reply[i] == MPI_REQUEST_NULL) free_slot = free_slot < 0 ? i : free_slot;
+            else if (k < sc.nchunks && slot[i].server == sc.chunk[k].server) server_busy = 1;
+        }
+        if (!rc && k < sc.nchunks && free_slot >= 0 && !server_busy) {
+            if (fatal >= 0 && k == fatal) raise(SIGKILL); /* the fault test's dying client */
+            rc = send_chunk(f, &sc, &sc.chunk[k], data, &slot[free_slot], &send[free_slot], &reply[free_slot]);
+            if (rc) break;
+            who[free_slot] = sc.chunk[k].server;
+            busy++;
+            k++;
+            continue;
+        }
+        if (busy == 0) break; /* an error stopped the sending */
+        int i;
+        MPI_Status st;
+        int wrc = wait_any(c, window, reply, who, &i, &st);
+        if (wrc) {
+            rc = wrc;
+            break;
+        }
+        MPI_Wait(&send[i], MPI_STATUS_IGNORE); /* the server has the whole message */
+        busy--;
+        if (!rc && slot[i].reply.status) rc = reply_error(c, &slot[i].reply, slot[i].server, "writing", f->name);
+    }
+    for (int i = 0; i < MAX_WINDOW; i++) free(slot[i].buf);
+    pio_schedule_free(&sc);
+    return rc;
+}
+
+static int check_access(const struct pio_file *f, int want, const void *buf, int64_t len)
+{
+    if (!(f->flags & want))
+        return pio_fail(PIO_EINVAL, "pio: %s is open %s", f->name, want == PIO_WRONLY ? "read-only" : "write-only");
+    if (len > 0 && !buf) return pio_fail(PIO_EINVAL, "pio: a NULL buffer for %lld bytes", (long long)len);
+    return PIO_OK;
+}
+
+static int plan(const struct pio_file *f, int64_t pos, int64_t len, struct pio_extents **lists, int64_t *end)
+{
+    *lists = calloc((size_t)f->ctx->nservers, sizeof **lists);
+    if (!*lists) return pio_fail(PIO_EINVAL, "pio: out of memory");
+    return pio_plan(&f->layout, &f->view, pos, len, *lists, end);
+}
+
+static void free_plan(const struct pio_file *f, struct pio_extents *lists)
+{
+    for (int s = 0; lists && s < f->ctx->nservers; s++) pio_extents_free(&lists[s]);
+    free(lists);
+}
+
+int pio_write_at(pio_file *f, int64_t pos, const void *buf, int64_t len)
+{
+    int rc = check_access(f, PIO_WRONLY, buf, len);
+    if (rc) return rc;
+    struct pio_extents *lists;
+    int64_t end;
+    rc = plan(f, pos, len, &lists, &end);
+    if (!rc && len > 0) rc = write_planned(f, lists, buf);
+    if (!rc && end > f->known_size) f->known_size = end;
+    free_plan(f, lists);
+    return rc;
+}
+
+/* ---- reads --------------------------------------------------------------------------- */
+
+/* Copies stream bytes [off, off + len) of one server's extents into the buffer. */
+static void scatter(const struct pio_extents *x, int64_t off, const char *src, int64_t len, char *dst)
+{
+    int64_t base = 0;
+    for (int i = 0; i < x->n && len > 0; i++) {
+        const struct pio_extent *e = &x->e[i];
+        if (off < base + e->len) {
+            int64_t within = off - base, take = e->len - within < len ? e->len - within : len;
+            memcpy(dst + e->mem + within, src, (size_t)take);
+            src += take;
+            off += take;
+            len -= take;
+        }
+        base += e->len;
+    }
+}
+
+static int read_planned(struct pio_file *f, const struct pio_extents *lists, char *buf)
+{
+    struct pio_ctx *c = f->ctx;
+    int n = c->nservers, rc = PIO_OK;
+    uint64_t id = ++c->next_request;
+    int64_t left = 0;
+    char **req = calloc((size_t)n, sizeof *req);
+    MPI_Request *sends = malloc((size_t)n * sizeof *sends);
+    int *who = malloc((size_t)(n + 1) * sizeof *who);
+    size_t cap = sizeof(struct pio_msg) + (size_t)c->block;
+    char *in = malloc(cap);
+    if (!req || !sends || !who || !in) {
+        rc = pio_fail(PIO_EINVAL, "pio: out of memory");
+        goto out;
+    }
+    /* Every server gets its part of the request at once; they decide the order. */
+    for (int s = 0; s < n; s++) {
+        sends[s] = MPI_REQUEST_NULL;
+        who[s] = s;
+        if (lists[s].bytes == 0) continue;
+        size_t size = sizeof(struct pio_msg) + (size_t)lists[s].n * sizeof(struct pio_wire_extent);
+        if (!(req[s] = malloc(size))) {
+            rc = pio_fail(PIO_EINVAL, "pio: out of memory");
+            break;
+        }
+        struct pio_msg m = {.op = PIO_OP_READ, .file = f->id, .n = lists[s].n, .client = c->client_index,
+                            .strategy = c->strategy, .block = c->block, .id = id, .b = lists[s].bytes};
+        memcpy(req[s], &m, sizeof m);
+        struct pio_wire_extent *w = (struct pio_wire_extent *)(req[s] + sizeof m);
+        for (int i = 0; i < lists[s].n; i++) w[i] = (struct pio_wire_extent){lists[s].e[i].local, lists[s].e[i].len};
+        MPI_Isend(req[s], (int)size, MPI_BYTE, c->servers[s], PIO_TAG_REQUEST, c->comm, &sends[s]);
+        left += lists[s].bytes;
+    }
+    while (!rc && left > 0) {
+        MPI_Request r;
+        MPI_Status st;
+        int i;
+        MPI_Irecv(in, (int)cap, MPI_BYTE, MPI_ANY_SOURCE, PIO_TAG_DATA, c->comm, &r);
+        who[n] = -1;
+        rc = wait_any(c, 1, &r, &who[n], &i, &st);
+        if (rc) {
+            MPI_Cancel(&r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            break;
+        }
+        struct pio_msg m;
+        memcpy(&m, in, sizeof m);
+        if (m.id != id) continue; /* a late answer to a read that failed earlier */
+        int s = c->role[st.MPI_SOURCE];
+        if (m.status) {
+            rc = reply_error(c, &m, s, "reading", f->name);
+            break;
+        }
+        scatter(&lists[s], m.a, in + sizeof m, m.b, buf);
+        left -= m.b;
+    }
+    for (int s = 0; s < n && sends; s++) {
+        if (sends[s] == MPI_REQUEST_NULL) continue;
+        if (rc) MPI_Cancel(&sends[s]);
+        MPI_Wait(&sends[s], MPI_STATUS_IGNORE);
+    }
+out:
+    for (int s = 0; req && s < n; s++) free(req[s]);
+    free(req), free(sends), free(who), free(in);
+    return rc;
+}
+
+int pio_read_at(pio_file *f, int64_t pos, void *buf, int64_t len)
+{
+    int rc = check_access(f, PIO_RDONLY, buf, len);
+    if (rc) return rc;
+    struct pio_extents *lists;
+    int64_t end;
+    rc = plan(f, pos, len, &lists, &end);
+    if (!rc && end > f->known_size) { /* others may have written since: ask the servers */
+        int64_t size;
+        rc = pio_size(f, &size);
+        if (!rc && end > size)
+            rc = pio_fail(PIO_ERANGE, "pio: reading %s up to byte %lld: past its end (%lld bytes)", f->name,
+                          (long long)end, (long long)size);
+    }
+    if (!rc && len > 0) rc = read_planned(f, lists, buf);
+    free_plan(f, lists);
+    return rc;
+}
+
+/* The collective forms: every client starts together (what the scheduling strategies
+ * are about), and all return the lowest code any client had. */
+int pio_write_at_all(pio_file *f, int64_t pos, const void *buf, int64_t len)
+{
+    MPI_Barrier(f->ctx->clients);
+    return agree(f->ctx->clients, pio_write_at(f, pos, buf, len));
+}
+
+int pio_read_at_all(pio_file *f, int64_t pos, void *buf, int64_t len)
+{
+    MPI_Barrier(f->ctx->clients);
+    return agree(f->ctx->clients, pio_read_at(f, pos, buf, len));
+}

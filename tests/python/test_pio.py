@@ -1,0 +1,144 @@
+"""pio (src/pio, docs/pio.md) on the emulated network: tests/apps/pio_check writes random
+views and regions with every strategy and reads them back, and a second job with another
+number of clients verifies every byte; the faults (a client killed mid-write, a server
+that stops answering, a server that dies); bad input."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import PLATFORMS, ROOT, Run
+from isthmus import platform
+
+PIO = PLATFORMS / "pio.toml"
+
+
+def pio_check(mpi: str) -> Path:
+    return ROOT / "build" / "tests" / mpi / "pio_check"
+
+
+def run_check(
+    isthmus: Run,
+    mpi: str,
+    directory: Path,
+    *args: str,
+    sets: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    timeout: str = "240s",
+) -> tuple[int, str, str]:
+    done = isthmus(
+        "run", "-p", PIO, "--set", f"io.directory={directory}", *sets, "--mpi", mpi,
+        "--timeout", timeout, "--", pio_check(mpi), *args,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_random_views_read_back_and_reopen_with_other_clients(
+    isthmus: Run, tmp_path: Path, mpi: str
+) -> None:
+    # 4 clients and 2 servers write three files at once (odd stripe: unaligned everywhere)
+    rc, out, err = run_check(
+        isthmus, mpi, tmp_path, "write", "21", "3", sets=("--set", "io.stripe=3000")
+    )
+    assert rc == 0, out + err[-3000:]
+    assert "write, seed 21, 4 clients: 0 mismatches" in out
+    assert "repetitions would overlap" in out  # the invalid view's one-line error
+    assert "no-such-file: no such file" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["server-0", "server-1"]
+    # 2 clients now: the layout comes from the file, not from this job's io.stripe
+    rc, out, err = run_check(
+        isthmus, mpi, tmp_path, "verify", "21", "3", "4", sets=("--set", "clusters.compute.hosts=2")
+    )
+    assert rc == 0, out + err[-3000:]
+    assert "verify, seed 21, 2 clients: 0 mismatches" in out
+
+
+def test_another_server_count_is_refused(isthmus: Run, tmp_path: Path) -> None:
+    rc, out, err = run_check(isthmus, "openmpi", tmp_path, "write", "3", "1")
+    assert rc == 0, out + err[-3000:]
+    rc, out, err = run_check(
+        isthmus, "openmpi", tmp_path, "verify", "3", "1", "4",
+        sets=("--set", "clusters.storage.hosts=3", "--set", "io.servers=3"),
+    )  # fmt: skip
+    assert rc != 0
+    assert "check-3-0 was striped over 2 I/O servers; this job has 3" in err
+
+
+def test_client_killed_mid_write_leaves_the_others_data(isthmus: Run, tmp_path: Path) -> None:
+    # client 1 is killed after 3 pieces of its second write (64 KiB pieces of 300 KB)
+    rc, out, err = run_check(isthmus, "openmpi", tmp_path, "crash", "8", "3")
+    assert rc == 128 + 9, out + err[-2000:]
+    three = ("--set", "clusters.compute.hosts=3")
+    rc, out, err = run_check(isthmus, "openmpi", tmp_path, "after-crash", "8", "4", sets=three)
+    assert rc == 0, out + err[-3000:]
+    assert "after-crash, seed 8, 3 clients: 0 mismatches" in out
+    # client 1's region: its first pattern but for the 3 pieces (at most 64 KiB each) that
+    # reached the servers before it died
+    second = re.search(r"(\d+) bytes of client 1's region hold its second pattern", out)
+    assert second and 0 < int(second.group(1)) <= 3 * 65536, out
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_a_server_that_stops_answering_is_an_error_within_the_timeout(
+    isthmus: Run, tmp_path: Path, mpi: str
+) -> None:
+    started = time.monotonic()
+    rc, _, err = run_check(
+        isthmus, mpi, tmp_path, "write", "4", "2",
+        env={"ISTHMUS_PIO_TEST_SERVER_STALL": "1:6", "ISTHMUS_PIO_TIMEOUT": "3"},
+    )  # fmt: skip
+    took = time.monotonic() - started
+    assert rc != 0
+    assert "I/O server 1 (rank 5) did not answer within 3 s" in err, err[-2000:]
+    assert took < 60, took
+
+
+def test_a_server_that_dies_ends_the_job(isthmus: Run, tmp_path: Path) -> None:
+    started = time.monotonic()
+    rc, out, err = run_check(
+        isthmus, "mpich", tmp_path, "write", "4", "2", env={"ISTHMUS_PIO_TEST_SERVER_DIE": "0:6"}
+    )
+    assert rc == 128 + 9, out + err[-2000:]
+    assert time.monotonic() - started < 60
+
+
+def test_a_missing_server_directory_is_one_line(isthmus: Run, tmp_path: Path) -> None:
+    rc, _, err = run_check(isthmus, "openmpi", tmp_path / "missing", "write", "1", "1")
+    assert rc == 2
+    lines = [x for x in err.splitlines() if x.startswith("pio:")]
+    assert lines == [
+        f"pio: I/O server 0: directory {tmp_path / 'missing'} does not exist "
+        "(the platform's io.directory)"
+    ]
+    assert not (tmp_path / "missing").exists()
+
+
+def test_platform_io_servers() -> None:
+    p = platform.load(PIO)
+    assert p.io_server_ranks(6) == [4, 5]
+    p = platform.load(PIO, ["clusters.storage.hosts=3"])
+    assert p.io_server_ranks(7) == [4, 5]
+    p = platform.load(PIO, ["io.cluster=compute"])
+    assert p.io_server_ranks(6) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["io.servers=3"], "io.servers: 3 servers, but cluster 'storage' has 2 ranks"),
+        (["io.stripe=0"], "io.stripe: 0 bytes: expected 1 byte to 1GiB"),
+        (["io.cluster=moon"], "io.cluster: unknown cluster 'moon'"),
+    ],
+)
+def test_bad_io_tables(isthmus: Run, sets: list[str], message: str) -> None:
+    done = isthmus("platform", "check", PIO, *[a for s in sets for a in ("--set", s)])
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
