@@ -326,6 +326,52 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return rc
 
 
+def _choices(option: str, text: str, allowed: tuple[str, ...]) -> list[str]:
+    picked = [x for x in text.split(",") if x]
+    bad = [x for x in picked if x not in allowed]
+    if bad or not picked:
+        raise UserError(f"{option} {text}: expected a comma-separated list of {', '.join(allowed)}")
+    return picked
+
+
+def cmd_pio_bench(args: argparse.Namespace) -> int:
+    from . import pio_bench
+
+    workloads = _choices("--workloads", args.workloads, pio_bench.WORKLOADS)
+    strategies = _choices("--strategies", args.strategies, pio_bench.STRATEGIES)
+    lo, sep, hi = args.blocks.partition(":")
+    if not sep:
+        raise UserError(f"--blocks {args.blocks}: expected MIN:MAX, e.g. 4KiB:8MiB")
+    blocks = [_size_option("--blocks", x, 1, 1 << 30) for x in (lo, hi)]
+    if blocks[0] > blocks[1]:
+        raise UserError(f"--blocks {args.blocks}: expected MIN <= MAX")
+    size = _size_option("--size", args.size, 1, 1 << 30)
+    for option, value in (("--repeat", args.repeat), ("--steps", args.steps)):
+        if value < 1:
+            raise UserError(f"{option} {value}: expected a positive whole number")
+    common = [
+        "--blocks", f"{blocks[0]}:{blocks[1]}", "--strategies", ",".join(strategies),
+        "--repeat", str(args.repeat),
+    ]  # fmt: skip
+    program_args = {
+        "contiguous": ["--workload", "contiguous", "--size", str(size), *common],
+        "btio": ["--workload", "btio", "--class", args.klass, "--steps", str(args.steps), *common],
+    }
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise UserError(f"-o {out}: the directory {out.parent} does not exist")
+    req = pio_bench.BenchRequest(
+        platform=platform_mod.load(args.platform, args.set),
+        mpi=args.mpi,
+        out_dir=out,
+        workloads=tuple(workloads),
+        program_args=program_args,
+        overrides=tuple(args.set),
+        timeout=_timeout_option(args.timeout),
+    )
+    return pio_bench.run_bench(req)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from . import sweep as sweep_mod
 
@@ -366,11 +412,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _size_option(option: str, text: str) -> int:
+def _size_option(option: str, text: str, lo: int = 0, hi: int | None = None) -> int:
     try:
-        return parse_size(text)
+        n = parse_size(text)
     except UnitError as e:
         raise UserError(f"{option}: {e}") from None
+    if n < lo or (hi is not None and n > hi):
+        bound = f"{format_size(lo)} to {format_size(hi)}" if hi is not None else f"at least {lo}"
+        raise UserError(f"{option} {text}: expected {bound}")
+    return n
 
 
 def _model_inputs(args: argparse.Namespace) -> tuple[Platform, Params]:
@@ -568,6 +618,27 @@ def build_parser() -> Parser:
     rep.add_argument("dir", metavar="DIR", help="the sweep's output directory")
     rep.add_argument("-o", "--output", metavar="HTML", help="default: DIR/report.html")
     rep.set_defaults(func=cmd_report)
+
+    pp = sub.add_parser("pio", help="pio, files striped over I/O servers: its benchmark")
+    psub = pp.add_subparsers(dest="action", required=True, parser_class=Parser)
+    sp = psub.add_parser(
+        "bench",
+        help="the paper's workloads for every strategy and schedule block, with the servers' "
+        "raw throughput and MPI-IO measured in the same run",
+    )
+    sp.add_argument("-p", "--platform", required=True, help="a platform with an [io] table")
+    sp.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi")
+    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sp.add_argument("--timeout", metavar="DURATION", help="per workload")
+    sp.add_argument("-o", "--output", default="pio-bench", metavar="DIR")
+    sp.add_argument("--workloads", default="contiguous,btio", help="contiguous, btio or both")
+    sp.add_argument("--size", default="16MiB", help="contiguous: bytes per client")
+    sp.add_argument("--class", dest="klass", choices=("S", "W", "A"), default="W", help="btio")
+    sp.add_argument("--steps", type=int, default=20, help="btio: time steps (default 20)")
+    sp.add_argument("--blocks", default="4KiB:8MiB", help="schedule blocks MIN:MAX, powers of 2")
+    sp.add_argument("--strategies", default=",".join(("first", "random", "hash", "window")))
+    sp.add_argument("--repeat", type=int, default=3, help="repetitions (default 3)")
+    sp.set_defaults(func=cmd_pio_bench)
 
     mp = sub.add_parser("model", help="the P-LogP model: parameters and predictions")
     msub = mp.add_subparsers(dest="action", required=True, parser_class=Parser)

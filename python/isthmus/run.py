@@ -53,6 +53,7 @@ class RunRequest:
     net: str | None = None  # an emulated network that is already up
     emulate: bool = True
     stdout: Path | None = None  # where the application's standard output goes (default: ours)
+    environment: tuple[tuple[str, str], ...] = ()  # more variables for every rank (they win)
 
 
 def rank_count(platform: Platform, requested: int | None) -> int:
@@ -306,6 +307,7 @@ def run(req: RunRequest) -> int:
             layer_env.update(collective_environment(req.platform, Path(status_dir)))
             layer_env["ISTHMUS_WAIT"] = wait_mode(req.platform, impl, nranks, cores)
             layer_env.update(pio_environment(req.platform, nranks))
+            layer_env.update(dict(req.environment))
             prefix: list[str] = []
             alive = None
             if emulate:

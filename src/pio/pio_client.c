@@ -597,28 +597,29 @@ static void scatter(const struct pio_extents *x, int64_t off, const char *src, i
     }
 }
 
+/* Every server gets its part of the request at once and decides the order of its pieces;
+ * the client keeps a receive posted for each server that still owes it data, so that the
+ * servers' sends (rendezvous ones from MPI's eager limit on) proceed side by side. */
 static int read_planned(struct pio_file *f, const struct pio_extents *lists, char *buf)
 {
     struct pio_ctx *c = f->ctx;
     int n = c->nservers, rc = PIO_OK;
     uint64_t id = ++c->next_request;
-    int64_t left = 0;
-    char **req = calloc((size_t)n, sizeof *req);
-    MPI_Request *sends = malloc((size_t)n * sizeof *sends);
-    int *who = malloc((size_t)(n + 1) * sizeof *who);
+    char **req = calloc((size_t)n, sizeof *req), **in = calloc((size_t)n, sizeof *in);
+    MPI_Request *sends = malloc((size_t)n * sizeof *sends), *recvs = malloc((size_t)n * sizeof *recvs);
+    int64_t *left = calloc((size_t)n, sizeof *left);
+    int *who = malloc((size_t)n * sizeof *who);
     size_t cap = sizeof(struct pio_msg) + (size_t)c->block;
-    char *in = malloc(cap);
-    if (!req || !sends || !who || !in) {
+    if (!req || !in || !sends || !recvs || !left || !who) {
         rc = pio_fail(PIO_EINVAL, "pio: out of memory");
         goto out;
     }
-    /* Every server gets its part of the request at once; they decide the order. */
     for (int s = 0; s < n; s++) {
-        sends[s] = MPI_REQUEST_NULL;
+        sends[s] = recvs[s] = MPI_REQUEST_NULL;
         who[s] = s;
         if (lists[s].bytes == 0) continue;
         size_t size = sizeof(struct pio_msg) + (size_t)lists[s].n * sizeof(struct pio_wire_extent);
-        if (!(req[s] = malloc(size))) {
+        if (!(req[s] = malloc(size)) || !(in[s] = malloc(cap))) {
             rc = pio_fail(PIO_EINVAL, "pio: out of memory");
             break;
         }
@@ -627,40 +628,41 @@ static int read_planned(struct pio_file *f, const struct pio_extents *lists, cha
         memcpy(req[s], &m, sizeof m);
         struct pio_wire_extent *w = (struct pio_wire_extent *)(req[s] + sizeof m);
         for (int i = 0; i < lists[s].n; i++) w[i] = (struct pio_wire_extent){lists[s].e[i].local, lists[s].e[i].len};
+        MPI_Irecv(in[s], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[s]);
         MPI_Isend(req[s], (int)size, MPI_BYTE, c->servers[s], PIO_TAG_REQUEST, c->comm, &sends[s]);
-        left += lists[s].bytes;
+        left[s] = lists[s].bytes;
     }
-    while (!rc && left > 0) {
-        MPI_Request r;
+    for (;;) {
+        int s;
         MPI_Status st;
-        int i;
-        MPI_Irecv(in, (int)cap, MPI_BYTE, MPI_ANY_SOURCE, PIO_TAG_DATA, c->comm, &r);
-        who[n] = -1;
-        rc = wait_any(c, 1, &r, &who[n], &i, &st);
-        if (rc) {
-            MPI_Cancel(&r);
-            MPI_Wait(&r, MPI_STATUS_IGNORE);
-            break;
-        }
+        if (rc || (rc = wait_any(c, n, recvs, who, &s, &st)) || s == MPI_UNDEFINED) break;
         struct pio_msg m;
-        memcpy(&m, in, sizeof m);
-        if (m.id != id) continue; /* a late answer to a read that failed earlier */
-        int s = c->role[st.MPI_SOURCE];
-        if (m.status) {
+        memcpy(&m, in[s], sizeof m);
+        if (m.id == id && m.status) {
             rc = reply_error(c, &m, s, "reading", f->name);
             break;
         }
-        scatter(&lists[s], m.a, in + sizeof m, m.b, buf);
-        left -= m.b;
+        if (m.id == id) { /* else a late answer to a read that failed earlier */
+            scatter(&lists[s], m.a, in[s] + sizeof m, m.b, buf);
+            left[s] -= m.b;
+        }
+        if (left[s] > 0) MPI_Irecv(in[s], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[s]);
     }
-    for (int s = 0; s < n && sends; s++) {
+    for (int s = 0; s < n && sends && recvs; s++) {
+        if (recvs[s] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&recvs[s]);
+            MPI_Wait(&recvs[s], MPI_STATUS_IGNORE);
+        }
         if (sends[s] == MPI_REQUEST_NULL) continue;
         if (rc) MPI_Cancel(&sends[s]);
         MPI_Wait(&sends[s], MPI_STATUS_IGNORE);
     }
 out:
-    for (int s = 0; req && s < n; s++) free(req[s]);
-    free(req), free(sends), free(who), free(in);
+    for (int s = 0; s < n; s++) {
+        if (req) free(req[s]);
+        if (in) free(in[s]);
+    }
+    free(req), free(in), free(sends), free(recvs), free(left), free(who);
     return rc;
 }
 

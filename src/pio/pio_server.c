@@ -227,10 +227,15 @@ static int pick_read(struct server *sv)
         int i = (int)(pio_random(&sv->random_state) % (unsigned)sv->nreads);
         return in_flight_to(sv, sv->reads[i]->client) ? -1 : i;
     }
+    /* hash and window: the next client in the rotation that waits and has no piece in flight */
     for (int t = 0; t < n; t++) {
-        int client = (sv->c->server_index + sv->hash_step++) % n;
+        int client = (sv->c->server_index + sv->hash_step + t) % n;
+        if (in_flight_to(sv, client)) continue;
         for (int i = 0; i < sv->nreads; i++)
-            if (sv->reads[i]->client == client) return in_flight_to(sv, client) ? -1 : i;
+            if (sv->reads[i]->client == client) {
+                sv->hash_step += t + 1;
+                return i;
+            }
     }
     return -1;
 }

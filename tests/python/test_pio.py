@@ -5,6 +5,7 @@ that stops answering, a server that dies); bad input."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -142,3 +143,53 @@ def test_bad_io_tables(isthmus: Run, sets: list[str], message: str) -> None:
     assert done.returncode == 2
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_pio_bench_runs_every_method_and_summarizes(isthmus: Run, tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    done = isthmus(
+        "pio", "bench", "-p", PIO, "--mpi", "mpich", "-o", out, "--size", "256KiB",
+        "--blocks", "16KiB:32KiB", "--strategies", "first,window", "--repeat", "2",
+        "--class", "S", "--steps", "2", "--timeout", "300s",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    by = {w["workload"]: w for w in summary["workloads"]}
+    assert set(by) == {"contiguous", "btio"}
+    for w in by.values():
+        for op in ("write", "read"):
+            o = w["ops"][op]
+            # 2 strategies x 2 blocks, each the median of 2 repetitions
+            assert len(o["points"]) == 4
+            assert o["raw_mb_s"]["median"] > 0 and o["mpiio_mb_s"]["median"] > 0
+            assert set(o["best_per_strategy"]) == {"first", "window"}
+    records = [json.loads(x) for x in (out / "contiguous.jsonl").read_text().splitlines()]
+    pio = [r for r in records if r["record"] == "pio"]
+    # per repetition: raw and MPI-IO, and 4 pio points, each a write and a read
+    assert len(pio) == 2 * (2 + 4) * 2
+    assert {r["bytes"] for r in pio} == {4 * 256 * 1024}  # 4 clients' regions, every method
+    assert (out / "contiguous.png").stat().st_size > 10_000
+    assert (out / "btio.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--blocks", "8KiB"], "--blocks 8KiB: expected MIN:MAX"),
+        (["--blocks", "1MiB:4KiB"], "--blocks 1MiB:4KiB: expected MIN <= MAX"),
+        (["--strategies", "hash,lifo"], "--strategies hash,lifo: expected a comma-separated list"),
+        (["--size", "lots"], "--size: "),
+        (["--repeat", "0"], "--repeat 0: expected a positive whole number"),
+    ],
+)
+def test_pio_bench_bad_input(isthmus: Run, tmp_path: Path, args: list[str], message: str) -> None:
+    done = isthmus("pio", "bench", "-p", PIO, "-o", tmp_path / "b", *args)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "b").exists()
+
+
+def test_pio_bench_needs_io_servers(isthmus: Run, tmp_path: Path) -> None:
+    done = isthmus("pio", "bench", "-p", PLATFORMS / "two-clusters.toml", "-o", tmp_path / "b")
+    assert done.returncode == 2
+    assert "no [io] table" in done.stderr

@@ -1,0 +1,297 @@
+"""`isthmus pio bench`: pio's benchmark (src/pio/pio_bench.c) on a platform, summarized.
+
+For each workload (contiguous, btio) the program runs once through `isthmus run` (on the
+emulated network when the platform is emulated) and writes DIR/WORKLOAD.jsonl: per
+repetition the servers' raw throughput, MPI-IO's (ROMIO for both MPIs) and pio's for
+every strategy and schedule block. This module reads those records and writes
+DIR/summary.json (medians and spreads, the best strategy against raw and MPI-IO, the
+spread between strategies as the paper states it), a table, and DIR/WORKLOAD.png with the
+paper's plots: throughput (contiguous, Figures 2-3) or time (BTIO, Figures 4-5) against
+the schedule block, one line per strategy, raw and MPI-IO as horizontal lines.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from . import paths
+from .atomic import write_text
+from .bench import read_records
+from .errors import UserError
+from .platform import Platform
+from .run import RunRequest, run
+from .units import format_size
+
+WORKLOADS = ("contiguous", "btio")
+STRATEGIES = ("first", "random", "hash", "window")
+OPS = ("write", "read")
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    platform: Platform
+    mpi: str
+    out_dir: Path
+    workloads: tuple[str, ...]
+    program_args: dict[str, list[str]]  # per workload
+    overrides: tuple[str, ...] = ()
+    timeout: float | None = None
+
+
+def run_bench(req: BenchRequest) -> int:
+    """Runs the program per workload, then summarizes. Returns the first failing exit code."""
+    if req.platform.io is None:
+        raise UserError(f"{req.platform.path}: no [io] table: pio needs I/O servers (docs/pio.md)")
+    req.out_dir.mkdir(parents=True, exist_ok=True)
+    # The servers' files go to a scratch directory of this run (the platform's directory
+    # is for applications); Open MPI's MPI-IO is ROMIO, as MPICH's is.
+    scratch = Path(tempfile.mkdtemp(prefix="isthmus-pio-bench-"))
+    environment = (("ISTHMUS_PIO_DIR", str(scratch)), ("OMPI_MCA_io", "romio321"))
+    try:
+        for workload in req.workloads:
+            output = req.out_dir / f"{workload}.jsonl"
+            rc = run(
+                RunRequest(
+                    platform=req.platform,
+                    app=[str(paths.program(req.mpi, "pio_bench")), *req.program_args[workload]],
+                    mpi=req.mpi,
+                    overrides=req.overrides,
+                    timeout=req.timeout,
+                    stdout=output,
+                    environment=environment,
+                )
+            )
+            if rc != 0:
+                return rc
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    summary = summarize_dir(req.out_dir, network_peak(req.platform))
+    write_text(req.out_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+    console = Console(width=max(Console().width, 140))
+    for w in summary["workloads"]:
+        console.print(table(w))
+        jsonl = req.out_dir / f"{w['workload']}.jsonl"
+        plot(jsonl, req.out_dir / f"{w['workload']}.png", network_peak(req.platform))
+    print(f"wrote {req.out_dir}/summary.json and the plots beside it")
+    return 0
+
+
+def network_peak(p: Platform) -> dict[str, float | None]:
+    """The emulated network's bound on pio's aggregate throughput in MB/s (the paper's
+    "theoretical point-to-point bandwidth"): writes end at the servers' switch ports, reads
+    at the clients' (docs/net.md: a port is shared by all traffic into its host), and
+    traffic between the clients' and servers' clusters also crosses that link. None where
+    a link is not rate-limited."""
+    assert p.io is not None
+    names = p.rank_clusters()
+    nranks = len(names)
+    servers = p.io_server_ranks(nranks)
+    clients = [r for r in range(nranks) if r not in servers]
+
+    def into(ranks: list[int], sources: list[int]) -> float | None:
+        total = 0.0
+        for r in ranks:
+            port = p.cluster(names[r]).lan.bandwidth
+            if port is None:
+                return None
+            total += port
+        between = [
+            p.wan[(names[a], names[b])].bandwidth
+            for a in sources[:1]
+            for b in ranks[:1]
+            if names[a] != names[b]
+        ]
+        if between and between[0] is not None:
+            total = min(total, between[0])
+        return total / 1e6
+
+    return {"write": into(servers, clients), "read": into(clients, servers)}
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def summarize(
+    header: dict[str, Any], records: list[dict[str, Any]], peak: dict[str, float | None]
+) -> dict[str, Any]:
+    """Medians over repetitions, and what the issue asks to compare, per operation."""
+    groups: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("record") == "pio":
+            groups[(r["op"], r["method"], r["strategy"], r["block"])].append(r["mb_s"])
+    workload = next((r["workload"] for r in records if r.get("record") == "pio"), "?")
+    out: dict[str, Any] = {
+        "workload": workload,
+        "command": header.get("command"),
+        "mpi_library": header.get("mpi_library"),
+        "platform": header.get("platform"),
+        "git_revision": header.get("git_revision"),
+        "date": header.get("date"),
+        "ops": {},
+    }
+    for op in OPS:
+        pio = {(s, b): _stats(v) for (o, m, s, b), v in groups.items() if o == op and m == "pio"}
+        if not pio:
+            continue
+        raw = _stats(groups[(op, "raw", None, None)])
+        mpiio = _stats(groups[(op, "mpiio", None, None)])
+        best = max(pio, key=lambda k: pio[k]["median"])
+        worst = min(pio, key=lambda k: pio[k]["median"])
+        by_strategy = {
+            s: max((v["median"], b) for (s2, b), v in pio.items() if s2 == s)
+            for s in sorted({s for s, _ in pio})
+        }
+        papers = [s for s in ("first", "random", "hash") if s in by_strategy]
+        bound = peak.get(op)
+        out["ops"][op] = {
+            "raw_mb_s": raw,
+            "mpiio_mb_s": mpiio,
+            "network_peak_mb_s": bound,
+            "best_over_network_peak": pio[best]["median"] / bound if bound else None,
+            "best": {"strategy": best[0], "block": best[1], "mb_s": pio[best]},
+            "best_over_raw": pio[best]["median"] / raw["median"],
+            "best_over_mpiio": pio[best]["median"] / mpiio["median"],
+            "spread": pio[best]["median"] / pio[worst]["median"] - 1,
+            "worst": {"strategy": worst[0], "block": worst[1], "mb_s": pio[worst]},
+            "best_per_strategy": {s: {"mb_s": m, "block": b} for s, (m, b) in by_strategy.items()},
+            "window_over_best_of_papers": (
+                by_strategy["window"][0] / max(by_strategy[s][0] for s in papers)
+                if "window" in by_strategy and papers
+                else None
+            ),
+            "points": [
+                {"strategy": s, "block": b, **v} for (s, b), v in sorted(pio.items(), key=str)
+            ],
+        }
+    return out
+
+
+def summarize_dir(out_dir: Path, peak: dict[str, float | None]) -> dict[str, Any]:
+    workloads = []
+    for w in WORKLOADS:
+        f = out_dir / f"{w}.jsonl"
+        if f.exists():
+            header, records = read_records(f)
+            workloads.append(summarize(header, records, peak))
+    if not workloads:
+        raise UserError(f"{out_dir}: no pio benchmark results (contiguous.jsonl, btio.jsonl)")
+    return {"command": "isthmus pio bench", "workloads": workloads}
+
+
+def table(w: dict[str, Any]) -> Table:
+    t = Table(
+        title=f"pio bench, {w['workload']}: median MB/s ({w['platform']}, {w['mpi_library'][:40]})"
+    )
+    columns = (
+        "op",
+        "network",
+        "raw",
+        "MPI-IO",
+        *STRATEGIES,
+        "/network",
+        "/raw",
+        "/MPI-IO",
+        "spread",
+    )
+    for c in columns:
+        t.add_column(c, justify="left" if c == "op" else "right")
+    for op, o in w["ops"].items():
+        per = o["best_per_strategy"]
+        peak = o["network_peak_mb_s"]
+        t.add_row(
+            op,
+            f"{peak:.0f}" if peak else "-",
+            f"{o['raw_mb_s']['median']:.0f}",
+            f"{o['mpiio_mb_s']['median']:.0f}",
+            *(
+                f"{per[s]['mb_s']:.0f}@{format_size(per[s]['block'])}" if s in per else "-"
+                for s in STRATEGIES
+            ),
+            f"{o['best_over_network_peak']:.2f}" if peak else "-",
+            f"{o['best_over_raw']:.2f}",
+            f"{o['best_over_mpiio']:.2f}",
+            f"{100 * o['spread']:.0f}%",
+        )
+    t.caption = "strategies: best median and its schedule block; /x: the best strategy over x"
+    return t
+
+
+def plot(jsonl: Path, png: Path, peak: dict[str, float | None] | None = None) -> None:
+    """The paper's figures for one workload: a panel per operation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    header, records = read_records(jsonl)
+    recs = [r for r in records if r.get("record") == "pio"]
+    if not recs:
+        raise UserError(f"{jsonl}: no pio records")
+    btio = recs[0]["workload"] == "btio"
+    value = "seconds" if btio else "mb_s"
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, op in zip(axes, OPS, strict=True):
+        for s in STRATEGIES:
+            points: dict[int, list[float]] = defaultdict(list)
+            for r in recs:
+                if r["op"] == op and r["method"] == "pio" and r["strategy"] == s:
+                    points[r["block"]].append(r[value])
+            if not points:
+                continue
+            xs = sorted(points)
+            med = [statistics.median(points[x]) for x in xs]
+            lo = [m - min(points[x]) for m, x in zip(med, xs, strict=True)]
+            hi = [max(points[x]) - m for m, x in zip(med, xs, strict=True)]
+            ax.errorbar(xs, med, yerr=[lo, hi], marker="o", ms=3, capsize=2, label=f"{s}-IOS")
+        # The curves set the scale; a reference line far above them is named, not drawn.
+        top = max(r[value] for r in recs if r["op"] == op and r["method"] == "pio") * 1.3
+        refs = [
+            (f"servers' raw ({'local file' if btio else 'local file, page cache'})", "raw", "--"),
+            ("MPI-IO (ROMIO, local file)", "mpiio", ":"),
+        ]
+        off = []
+        for label, method, style in refs:
+            vals = [r[value] for r in recs if r["op"] == op and r["method"] == method]
+            if not vals:
+                continue
+            v = statistics.median(vals)
+            if btio or v <= 3 * top:
+                ax.axhline(v, color="k", ls=style, lw=1, label=label)
+                top = max(top, v * 1.1)
+            else:
+                off.append(f"{label}: {v:.0f} MB/s")
+        bound = (peak or {}).get(op)
+        if bound and not btio:
+            ax.axhline(bound, color="tab:gray", ls="-.", lw=1, label="network peak")
+            top = max(top, bound * 1.1)
+        if not btio:
+            ax.set_ylim(0, top)
+        if off:
+            ax.text(0.02, 0.97, "off scale: " + "; ".join(off), transform=ax.transAxes,
+                    fontsize=8, va="top")  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("schedule block b (bytes)")
+        ax.set_ylabel("time (s)" if btio else "aggregate throughput (MB/s)")
+        ax.set_title(f"{'BTIO-like' if btio else 'contiguous'} {op}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    total = format_size(recs[0]["bytes"])
+    fig.suptitle(
+        f"pio, platform {header.get('platform')}: {total} per operation, "
+        f"{header.get('ranks')} ranks, "
+        f"{header.get('mpi_library', '')[:40]}; median and range of the repetitions"
+    )
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
