@@ -101,39 +101,45 @@ static int parse_servers(struct pio_ctx *c, const struct pio_options *o)
     return PIO_OK;
 }
 
+/* A setting: the caller's value when it gave one, else the environment's, else dflt. */
+static int setting(int64_t given, const char *var, int64_t min, int64_t max, int64_t dflt, int64_t *out)
+{
+    *out = dflt;
+    if (given) {
+        *out = given;
+        return PIO_OK;
+    }
+    int rc = env_number(var, min, max, out);
+    return rc < 0 ? rc : PIO_OK;
+}
+
 static int configure(struct pio_ctx *c, const struct pio_options *o)
 {
+    static const struct pio_options none;
+    if (!o) o = &none;
     int rc = parse_servers(c, o);
     if (rc) return rc;
-    const char *dir = o && o->directory ? o->directory : getenv("ISTHMUS_PIO_DIR");
+    const char *dir = o->directory ? o->directory : getenv("ISTHMUS_PIO_DIR");
     if (!dir || !*dir) dir = "/tmp/isthmus-pio";
     if (strlen(dir) + 64 >= sizeof c->directory)
         return pio_fail(PIO_EINVAL, "pio: directory %.64s...: too long", dir);
     strcpy(c->directory, dir);
-    int64_t x;
-    c->stripe = 65536;
-    if (o && o->stripe) c->stripe = o->stripe;
-    else if ((rc = env_number("ISTHMUS_PIO_STRIPE", 1, 1 << 30, &x)) < 0) return rc;
-    else if (rc) c->stripe = x;
-    if (c->stripe < 1 || c->stripe > (1 << 30))
-        return pio_fail(PIO_EINVAL, "pio: stripe %lld: expected 1 byte to 1 GiB", (long long)c->stripe);
-    c->strategy = PIO_HASH_IOS;
+    int64_t stripe, block, timeout, seed;
+    if ((rc = setting(o->stripe, "ISTHMUS_PIO_STRIPE", 1, 1 << 30, 65536, &stripe)) ||
+        (rc = setting(o->block, "ISTHMUS_PIO_BLOCK", 1, 1 << 30, stripe, &block)) ||
+        (rc = setting(o->timeout > 0, "ISTHMUS_PIO_TIMEOUT", 1, 86400, 20, &timeout)) ||
+        (rc = setting(o->seed, "ISTHMUS_PIO_SEED", 0, 0xffffffffLL, 1, &seed)))
+        return rc;
+    if (stripe < 1 || stripe > (1 << 30))
+        return pio_fail(PIO_EINVAL, "pio: stripe %lld: expected 1 byte to 1 GiB", (long long)stripe);
+    c->stripe = stripe;
+    c->timeout = o->timeout > 0 ? o->timeout : (double)timeout;
+    c->seed = (unsigned)seed;
+    int strategy = o->strategy ? o->strategy : PIO_HASH_IOS;
     const char *s = getenv("ISTHMUS_PIO_STRATEGY");
-    if (o && o->strategy) c->strategy = o->strategy;
-    else if (s && *s && (c->strategy = pio_strategy_parse(s)) < 0)
+    if (!o->strategy && s && *s && (strategy = pio_strategy_parse(s)) < 0)
         return pio_fail(PIO_EINVAL, "pio: ISTHMUS_PIO_STRATEGY=%s: expected first, random, hash or window", s);
-    c->block = c->stripe;
-    if (o && o->block) c->block = o->block;
-    else if ((rc = env_number("ISTHMUS_PIO_BLOCK", 1, 1 << 30, &x)) < 0) return rc;
-    else if (rc) c->block = x;
-    c->timeout = o && o->timeout > 0 ? o->timeout : 20;
-    if (!(o && o->timeout > 0) && (rc = env_number("ISTHMUS_PIO_TIMEOUT", 1, 86400, &x)) < 0) return rc;
-    else if (rc > 0) c->timeout = (double)x;
-    c->seed = 1;
-    if (o && o->seed) c->seed = o->seed;
-    else if ((rc = env_number("ISTHMUS_PIO_SEED", 0, 0xffffffffLL, &x)) < 0) return rc;
-    else if (rc) c->seed = (unsigned)x;
-    return pio_set_schedule(c, c->strategy, c->block);
+    return pio_set_schedule(c, strategy, block);
 }
 
 int pio_set_schedule(pio_ctx *c, int strategy, int64_t block)
@@ -236,6 +242,17 @@ static void nap(int *spins)
     nanosleep(&ts, NULL);
 }
 
+/* After a server failed to answer: its requests are cancelled and released, and their
+ * buffers must stay allocated (MPI may still touch them); the context is unusable now. */
+static void abandon(MPI_Request *r, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (r[i] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&r[i]);
+            MPI_Request_free(&r[i]);
+        }
+}
+
 /* Waits for one of n requests; *index gets which. who[i] names request i's server. */
 static int wait_any(const struct pio_ctx *c, int n, MPI_Request *r, const int *who, int *index, MPI_Status *st)
 {
@@ -284,6 +301,11 @@ static int ask_servers(const struct pio_ctx *c, struct pio_msg req, const void *
         MPI_Status st;
         rc = wait_any(c, 2 * n, r, who, &i, &st);
         if (rc || i == MPI_UNDEFINED) break;
+    }
+    if (rc) {
+        abandon(r, 2 * n); /* msg and the replies stay allocated: MPI may still use them */
+        free(r), free(who);
+        return rc;
     }
     free(r), free(who), free(msg);
     return rc;
@@ -532,8 +554,10 @@ static int write_planned(struct pio_file *f, const struct pio_extents *lists, co
         MPI_Status st;
         int wrc = wait_any(c, window, reply, who, &i, &st);
         if (wrc) {
-            rc = wrc;
-            break;
+            abandon(send, MAX_WINDOW);
+            abandon(reply, MAX_WINDOW);
+            pio_schedule_free(&sc); /* the slots' buffers stay: MPI may still use them */
+            return wrc;
         }
         MPI_Wait(&send[i], MPI_STATUS_IGNORE); /* the server has the whole message */
         busy--;
@@ -648,14 +672,18 @@ static int read_planned(struct pio_file *f, const struct pio_extents *lists, cha
         }
         if (left[s] > 0) MPI_Irecv(in[s], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[s]);
     }
+    if (rc && sends && recvs) { /* the buffers stay: MPI may still use them */
+        abandon(sends, n);
+        abandon(recvs, n);
+        free(sends), free(recvs), free(left), free(who);
+        return rc;
+    }
     for (int s = 0; s < n && sends && recvs; s++) {
-        if (recvs[s] != MPI_REQUEST_NULL) {
+        if (recvs[s] != MPI_REQUEST_NULL) { /* a server that owed nothing more */
             MPI_Cancel(&recvs[s]);
             MPI_Wait(&recvs[s], MPI_STATUS_IGNORE);
         }
-        if (sends[s] == MPI_REQUEST_NULL) continue;
-        if (rc) MPI_Cancel(&sends[s]);
-        MPI_Wait(&sends[s], MPI_STATUS_IGNORE);
+        if (sends[s] != MPI_REQUEST_NULL) MPI_Wait(&sends[s], MPI_STATUS_IGNORE);
     }
 out:
     for (int s = 0; s < n; s++) {
