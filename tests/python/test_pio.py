@@ -106,7 +106,9 @@ def test_a_server_that_dies_ends_the_job(isthmus: Run, tmp_path: Path) -> None:
     rc, out, err = run_check(
         isthmus, "mpich", tmp_path, "write", "4", "2", env={"ISTHMUS_PIO_TEST_SERVER_DIE": "0:6"}
     )
-    assert rc == 128 + 9, out + err[-2000:]
+    # The killed server's status (128 + 9), unless a client's MPI saw the dead peer first
+    # and failed (MPICH: UCX "Endpoint timeout", exit 15): either way an error, soon.
+    assert rc in (128 + 9, 15), out + err[-2000:]
     assert time.monotonic() - started < 60
 
 
