@@ -11,12 +11,13 @@
   bcast-error.png  prediction error against message size (like the paper's Figure 5);
   raw/             every benchmark's JSON lines and the parameter files.
 
-Usage: scripts/bench_model.py [OUT_DIR]   (about 30 minutes on 2 cores; measurements
-already in OUT_DIR/raw are kept, so an interrupted run resumes)
+Usage: scripts/bench_model.py [--mpi mpich|openmpi] [OUT_DIR]   (about 30 minutes on 2
+cores; measurements already in OUT_DIR/raw are kept, so an interrupted run resumes)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -70,7 +71,7 @@ BCAST = [
 ]
 SIZES = (1 << 10, 4 << 20)
 RUNS = 3  # of each broadcast measurement; the median run counts
-MPI = "mpich"
+MPI = "mpich"  # set from --mpi in main()
 
 
 def sh(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -299,7 +300,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
         ax2.plot(x, [100 * r["error"] for r in rs], "o-", label=case)
     ax1.set_yscale("log")
     ax1.set_ylabel("completion time (ms)")
-    ax1.set_title("Two-layer pipelined MPI_Bcast (MPICH): P-LogP model vs emulation vs SMPI")
+    ax1.set_title(f"Two-layer pipelined broadcast ({MPI}): P-LogP model vs emulation vs SMPI")
     ax1.legend(fontsize=7)
     ax1.grid(True, which="both", alpha=0.3)
     ax2.axhspan(-3, 3, color="green", alpha=0.1)
@@ -314,7 +315,13 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main() -> int:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "results" / "model"
+    global MPI
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", nargs="?", type=Path, default=ROOT / "results" / "model")
+    ap.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
+    opts = ap.parse_args()
+    MPI = opts.mpi
+    out = opts.out
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     rev = subprocess.run(

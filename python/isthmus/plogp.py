@@ -75,8 +75,9 @@ class Params:
 
 
 def interpolate(xs: tuple[int, ...], ys: tuple[float, ...], x: float) -> float:
-    """Piecewise-linear through the points, extended along the first and last segments and
-    never below 0. libisthmus's model.c computes exactly the same (same operations, same
+    """Piecewise-linear through the points, extended along the first segment, and beyond
+    the last point with the steeper of the last segment and the line through the origin
+    (y/x), never below 0. libisthmus's model.c computes exactly the same (same operations, same
     order), so that both optimizers choose alike."""
     n = len(xs)
     if n == 1:
@@ -86,6 +87,13 @@ def interpolate(xs: tuple[int, ...], ys: tuple[float, ...], x: float) -> float:
         i += 1
     x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
     y = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    if x > x1:
+        # beyond the largest measured size, never a slope below the mean cost per byte so
+        # far: one noisy last point (a TCP loss) must not make larger messages cheaper
+        slope = (y1 - y0) / (x1 - x0)
+        if x1 > 0 and y1 / x1 > slope:
+            slope = y1 / x1
+        y = y1 + slope * (x - x1)
     return y if y > 0 else 0.0
 
 

@@ -14,6 +14,13 @@ double ist_plogp_at(const struct ist_plogp_class *c, const double *ys, double x)
     while (i < n - 1 && (double)c->sizes[i] < x) i++;
     double x0 = (double)c->sizes[i - 1], x1 = (double)c->sizes[i], y0 = ys[i - 1], y1 = ys[i];
     double y = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    if (x > x1) {
+        /* Beyond the largest measured size, never a slope below the mean cost per byte
+         * so far: one noisy last point (a TCP loss) must not make larger messages cheaper. */
+        double slope = (y1 - y0) / (x1 - x0);
+        if (x1 > 0 && y1 / x1 > slope) slope = y1 / x1;
+        y = y1 + slope * (x - x1);
+    }
     return y > 0 ? y : 0.0;
 }
 

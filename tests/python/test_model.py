@@ -25,11 +25,14 @@ def linear(L: float, per_byte: float, fixed: float, o: float) -> plogp.LinkClass
     )
 
 
-def test_interpolation_is_piecewise_linear_and_extends_the_last_segment() -> None:
+def test_interpolation_is_piecewise_linear_and_never_falls_beyond_the_last_point() -> None:
     c = plogp.LinkClass(10, (0, 100, 200), (1, 2, 4), (1, 1, 1), (5, 15, 35))
     assert c.g(0) == 5 and c.g(50) == 10 and c.g(150) == 25
     assert c.g(400) == 75  # along the last segment
     assert c.os(300) == 6 and c.r(100) == 25
+    # a last point below the one before (a TCP loss): beyond it, the mean cost per byte
+    falling = plogp.LinkClass(10, (0, 100, 200), (1, 1, 1), (1, 1, 1), (5, 300, 200))
+    assert falling.g(150) == 250 and falling.g(400) == 400
 
 
 HEIGHTS = [(1, 3, 0), (2, 1, 1), (8, 1, 7), (7, 2, 2), (8, 2, 3), (8, 7, 1)]
