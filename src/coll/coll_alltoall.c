@@ -1,15 +1,26 @@
-/* Alltoall, Alltoallv, Alltoallw: blocks between ranks of one cluster go directly (the
- * MPI's alltoallv on the cluster communicator); blocks for other clusters are gathered at
- * the coordinator, which sends each other cluster one message holding every block from
- * its cluster to that cluster (with their sizes), and scatters what it receives to its
- * ranks. One message per pair of clusters: each block crosses one link once. Blocks
- * travel packed, so that any datatypes, also different per peer, work. */
+/* Alltoall, Alltoallv, Alltoallw, two algorithms; each block crosses one link once in
+ * both, and both have one wide-area latency on the critical path.
+ *
+ * aggregated (the default): blocks between ranks of one cluster go directly (the MPI's
+ * alltoallv on the cluster communicator); blocks for other clusters are gathered at the
+ * coordinator, which sends each other cluster one message holding every block from its
+ * cluster to that cluster (with their sizes), and scatters what it receives to its
+ * ranks. One message per pair of clusters: few wide-area messages for small blocks.
+ *
+ * direct (when forced: ISTHMUS_COLL_ALGORITHM=alltoall:direct): every rank sends every
+ * block straight to its destination, all at once; no LAN stages, but n_i x n_k flows
+ * start together on each wide-area link. On das-4x2 with 64 KiB blocks they overflowed
+ * its 256 KiB queues (Open MPI: 0.30-0.92 s, aggregated 0.31 s; MPICH 0.32-0.36 s,
+ * aggregated 0.33 s; results/collectives/README.md), so it is not the default.
+ *
+ * Blocks travel packed, so that any datatypes, also different per peer, work. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "hier.h"
 
 #define TAG_ALLTOALL 7008
+#define TAG_ALLTOALL_DIRECT 7009
 
 /* The q-th int of a header inside a byte buffer (headers need not be aligned). */
 static int header_at(const char *p, long q)
@@ -56,21 +67,26 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
         rc = ist_unpack(in, rd[j] + rcn[j], &p, (void *)recv[mine[j]].buf, recv[mine[j]].count, recv[mine[j]].type);
     }
     free(in);
-    /* 2. to the coordinator: [size of my block for each remote rank][the blocks], remote
-     * ranks in cluster order, each cluster's in its order */
+    /* 2. to the coordinator: [size of my block for each remote rank][size of the block I
+     * expect from each remote rank][the blocks], remote ranks in cluster order, each
+     * cluster's in its order. The expected sizes let the coordinator post every
+     * wide-area receive at once (a receive of unknown size would take the clusters'
+     * messages one after the other: under rendezvous, one transfer at a time). */
     int nremote = h->size - nl;
-    long mylen = (long)nremote * (long)sizeof(int);
+    long hdr = 2L * nremote * (long)sizeof(int);
+    long mylen = hdr;
     for (int k = 0; k < h->nclusters; k++)
         if (k != c)
             for (int j = 0; j < h->count[k]; j++) mylen += ist_block_bytes(&send[h->members[h->member_start[k] + j]]);
     char *up = malloc((size_t)mylen + 1);
     {
         int *sz = (int *)up, n = 0;
-        char *data = up + (long)nremote * (long)sizeof(int);
+        char *data = up + hdr;
         for (int k = 0; k < h->nclusters; k++) {
             if (k == c) continue;
             for (int j = 0; j < h->count[k]; j++) {
                 int r = h->members[h->member_start[k] + j];
+                sz[nremote + n] = (int)ist_block_bytes(&recv[r]);
                 sz[n++] = (int)(off[r + 1] - off[r]);
                 memcpy(data, out + off[r], (size_t)(off[r + 1] - off[r]));
                 data += off[r + 1] - off[r];
@@ -105,16 +121,28 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
         long **boff = malloc((size_t)nl * sizeof(long *)); /* member i: offset of each remote block */
         for (int i = 0; i < nl; i++) {
             boff[i] = malloc((size_t)(nremote + 1) * sizeof(long));
-            long p = ld[i] + (long)nremote * (long)sizeof(int);
+            long p = ld[i] + hdr;
             for (int q = 0; q < nremote; q++) {
                 boff[i][q] = p;
                 p += header_at(gathered + ld[i], q);
             }
             boff[i][nremote] = p;
         }
-        MPI_Request *req = malloc(ncl * sizeof *req);
+        MPI_Request *req = malloc(2 * ncl * sizeof *req);
         char **msgs = calloc(ncl, sizeof *msgs);
         int nreq = 0;
+        /* each other cluster's blocks for my ranks, [sizes nk x nl][blocks]: all posted
+         * before any send, so that the wide-area transfers run at the same time */
+        char **inmsg = calloc(ncl, sizeof *inmsg);
+        for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
+            if (k == c) continue;
+            long ilen = (long)h->count[k] * nl * (long)sizeof(int);
+            for (int j = 0; j < nl; j++)
+                for (int i = 0; i < h->count[k]; i++)
+                    ilen += header_at(gathered + ld[j], nremote + ridx[h->members[h->member_start[k] + i]]);
+            inmsg[k] = malloc((size_t)ilen + 1);
+            rc = ist_h_irecv(h, inmsg[k], ilen, h->first[k], TAG_ALLTOALL, &req[nreq++]);
+        }
         for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
             if (k == c) continue;
             int nk = h->count[k];
@@ -137,13 +165,7 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
                 }
             rc = ist_h_isend(h, m, mlen, h->first[k], TAG_ALLTOALL, &req[nreq++]);
         }
-        /* receive each other cluster's blocks for my ranks: [sizes nk x nl][blocks] */
-        char **inmsg = calloc(ncl, sizeof *inmsg);
-        for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
-            if (k == c) continue;
-            long n2;
-            rc = ist_h_recv_any_size(h, h->first[k], TAG_ALLTOALL, &inmsg[k], &n2);
-        }
+        if (rc == MPI_SUCCESS) rc = ist_h_waitall(nreq, req);
         /* member j gets, cluster by cluster and rank by rank, the blocks addressed to it */
         dlens = calloc((size_t)nl, sizeof(int));
         dd = malloc((size_t)nl * sizeof(int));
@@ -168,7 +190,6 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
             }
             dlens[j] = (int)(p - dd[j]);
         }
-        if (rc == MPI_SUCCESS) rc = ist_h_waitall(nreq, req);
         for (int k = 0; k < h->nclusters; k++) {
             free(msgs[k]);
             free(inmsg[k]);
@@ -212,6 +233,47 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
     return rc;
 }
 
+/* Every block straight to its rank: receives posted first, then the sends, then one wait. */
+static int alltoall_direct(struct ist_hier *h, const struct ist_block *send, const struct ist_block *recv)
+{
+    int n = h->size, me = h->rank, rc = MPI_SUCCESS, nreq = 0;
+    long *off = malloc((size_t)(n + 1) * sizeof(long)), *roff = malloc((size_t)(n + 1) * sizeof(long));
+    off[0] = roff[0] = 0;
+    for (int j = 0; j < n; j++) {
+        off[j + 1] = off[j] + ist_block_bytes(&send[j]);
+        roff[j + 1] = roff[j] + ist_block_bytes(&recv[j]);
+    }
+    char *out = malloc((size_t)off[n] + 1), *in = malloc((size_t)roff[n] + 1);
+    for (int j = 0; j < n && rc == MPI_SUCCESS; j++) { /* in place: pack before receiving */
+        long p = off[j];
+        rc = ist_pack(send[j].buf, send[j].count, send[j].type, out, off[n], &p);
+    }
+    MPI_Request *req = malloc(2 * (size_t)n * sizeof *req);
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+        if (i != me) rc = ist_h_irecv(h, in + roff[i], roff[i + 1] - roff[i], i, TAG_ALLTOALL_DIRECT, &req[nreq++]);
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) { /* from me + 1 on: not all to rank 0 first */
+        int j = (me + k) % n;
+        rc = ist_h_isend(h, out + off[j], off[j + 1] - off[j], j, TAG_ALLTOALL_DIRECT, &req[nreq++]);
+    }
+    if (rc == MPI_SUCCESS) rc = ist_h_waitall(nreq, req);
+    if (rc == MPI_SUCCESS) memcpy(in + roff[me], out + off[me], (size_t)(off[me + 1] - off[me]));
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
+        long p = roff[i];
+        rc = ist_unpack(in, roff[i + 1], &p, (void *)recv[i].buf, recv[i].count, recv[i].type);
+    }
+    free(req);
+    free(in);
+    free(out);
+    free(roff);
+    free(off);
+    return rc;
+}
+
+static int choose_direct(enum ist_coll_id id)
+{
+    return strcmp(ist_hier_algorithm(id), "direct") == 0;
+}
+
 /* The blocks of the three forms; in place, what is sent is taken from the receive side. */
 static struct ist_block *blocks(int n, const void *buf, const int *counts, const int *displs,
                                 int count, MPI_Datatype type, const MPI_Datatype *types, int bytes_displs)
@@ -226,9 +288,12 @@ static struct ist_block *blocks(int n, const void *buf, const int *counts, const
     return b;
 }
 
-static int run(struct ist_hier *h, struct ist_block *send, struct ist_block *recv)
+static int run(struct ist_hier *h, enum ist_coll_id id, struct ist_block *send, struct ist_block *recv)
 {
-    int rc = alltoall_blocks(h, send, recv);
+    int direct = choose_direct(id);
+    ist_hier_log(h, id, "%s", direct ? "every block straight to its rank"
+                                                    : "one message per cluster pair through the coordinators");
+    int rc = direct ? alltoall_direct(h, send, recv) : alltoall_blocks(h, send, recv);
     free(send);
     free(recv);
     return ist_hier_leave(rc);
@@ -239,9 +304,8 @@ int ist_hier_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLTOALL, comm);
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_ALLTOALL, "one message per cluster pair through the coordinators");
     int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, blocks(h->size, in_place ? recvbuf : sendbuf, NULL, NULL, in_place ? recvcount : sendcount,
+    return run(h, IST_COLL_ALLTOALL, blocks(h->size, in_place ? recvbuf : sendbuf, NULL, NULL, in_place ? recvcount : sendcount,
                          in_place ? recvtype : sendtype, NULL, 0),
                blocks(h->size, recvbuf, NULL, NULL, recvcount, recvtype, NULL, 0));
 }
@@ -252,9 +316,8 @@ int ist_hier_Alltoallv(const void *sendbuf, const int sendcounts[], const int sd
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLTOALLV, comm);
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_ALLTOALLV, "one message per cluster pair through the coordinators");
     int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0)
+    return run(h, IST_COLL_ALLTOALLV, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0)
                            : blocks(h->size, sendbuf, sendcounts, sdispls, 0, sendtype, NULL, 0),
                blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0));
 }
@@ -265,9 +328,8 @@ int ist_hier_Alltoallw(const void *sendbuf, const int sendcounts[], const int sd
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLTOALLW, comm);
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_ALLTOALLW, "one message per cluster pair through the coordinators");
     int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1)
+    return run(h, IST_COLL_ALLTOALLW, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1)
                            : blocks(h->size, sendbuf, sendcounts, sdispls, 0, MPI_DATATYPE_NULL, sendtypes, 1),
                blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1));
 }

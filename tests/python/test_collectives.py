@@ -48,8 +48,9 @@ def test_two_clusters_match_native(
 @pytest.mark.parametrize(
     ("mpi", "sets"),
     [
-        # 4 clusters of 2 with small broadcast segments and Allreduce's large-message
-        # exchange forced; uneven clusters (3, 1, 2, 2) placed round-robin
+        # 4 clusters of 2 with small broadcast segments, Allreduce's large-message
+        # exchange and the all-to-alls' direct algorithm forced; uneven clusters (3, 1,
+        # 2, 2) placed round-robin
         (
             "mpich",
             (
@@ -57,6 +58,9 @@ def test_two_clusters_match_native(
                 "collectives.segment=1000B",
                 "--set",
                 "collectives.algorithm.allreduce=split",
+                *("--set", "collectives.algorithm.alltoall=direct"),
+                *("--set", "collectives.algorithm.alltoallv=direct"),
+                *("--set", "collectives.algorithm.alltoallw=direct"),
             ),
         ),
         (
