@@ -18,7 +18,7 @@ if [ "$cores" -lt 5 ]; then
        "(layer.wait=auto), which adds wake-up time to every figure; ratios between runs" \
        "made the same way (isthmus vs native, RTT vs RTT) are what to read."
 fi
-echo "== the sweep (examples/demo/sweep.toml), about 5 minutes on 2 cores"
+echo "== the sweep (examples/demo/sweep.toml), about 8 minutes on 2 cores"
 bin/isthmus sweep examples/demo/sweep.toml -o "$out/sweep"
 bin/isthmus report "$out/sweep" -o "$out/report.html"
 echo

@@ -3,7 +3,7 @@
 # iproute2, SimGrid (SMPI, for comparisons), and a Python venv with pinned dependencies.
 # Idempotent: when everything is present it only checks (well under a second).
 #   scripts/install-deps.sh          what building and testing need
-#   scripts/install-deps.sh demo     also the applications the demo runs (LAMMPS, NetPIPE)
+#   scripts/install-deps.sh demo     also the applications of the demo and examples/sweeps/ (LAMMPS, NetPIPE, HPCC)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +12,7 @@ apt_packages=(
   python3 python3-venv python3-mpi4py python3-numpy iproute2 libsimgrid-dev
   chromium  # the report test renders the page headless
 )
-[ "${1:-}" = demo ] && apt_packages+=(lammps netpipe-openmpi netpipe-mpich2)
+[ "${1:-}" = demo ] && apt_packages+=(lammps netpipe-openmpi netpipe-mpich2 hpcc)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

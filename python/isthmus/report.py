@@ -17,6 +17,7 @@ import base64
 import contextlib
 import html
 import io
+import itertools
 import json
 import os
 import platform as host_platform
@@ -30,6 +31,8 @@ from typing import Any
 from . import atomic
 from . import profile as profile_mod
 from .errors import UserError
+from .platform import Platform
+from .plogp import Params
 from .units import UnitError, format_size, parse_duration
 
 # Columns of a result row that are not an application's own figures.
@@ -197,33 +200,45 @@ def plot_bandwidth(res: SweepResults) -> list[tuple[str, str]]:
     return figures
 
 
-def plot_rtt_bound(res: SweepResults) -> list[tuple[str, str]]:
-    """pingpong's minimum round trip against the configured link's 2 (L + m/B)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def _point_platform(res: SweepResults, row: dict[str, Any]) -> Platform | None:
+    """The platform a point ran on: its command's -p file with its --set values."""
     from . import platform as platform_mod
 
-    figures = []
-    plat_path = Path(res.sweep["platform"])
-    overrides = list(res.sweep.get("overrides", []))
+    cmd = list(row.get("command", []))
+    path = res.sweep["platform"]
+    sets = []
+    for flag, value in itertools.pairwise(cmd):
+        if flag == "-p":
+            path = value
+        elif flag == "--set":
+            sets.append(value)
+        elif flag == "--":
+            break
+    try:
+        return platform_mod.load(Path(path), sets)
+    except UserError:
+        return None
+
+
+def _first_runs(res: SweepResults) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(app, mpi) -> the finished first repetitions of its native, multi-cluster points."""
     by_app: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in res.rows:
         native = row["coll"] == "native" and not row["baseline"]
         if row["status"] == "ok" and native and row["repeat"] == 0:
             by_app[(row["app"], row["mpi"])].append(row)
-    for (app, mpi), rows in by_app.items():
+    return by_app
+
+
+def plot_rtt_bound(res: SweepResults) -> list[tuple[str, str]]:
+    """pingpong's minimum round trip against the configured link's 2 (L + m/B)."""
+    figures = []
+    for (app, mpi), rows in _first_runs(res).items():
         series = []
         for row in rows:
             recs = _pingpong_rtts(res.out / "points" / row["id"] / "stdout.txt")
-            if not recs:
-                continue
-            sets = [f"{k}={row[k]}" for k in res.varied if k in row]
-            try:
-                p = platform_mod.load(plat_path, [*overrides, *sets])
-            except UserError:
-                continue
-            link = next(iter(p.wan.values()), None)
+            p = _point_platform(res, row) if recs else None
+            link = next(iter(p.wan.values()), None) if p else None
             if link is None:
                 continue
             bound = [
@@ -247,6 +262,97 @@ def plot_rtt_bound(res: SweepResults) -> list[tuple[str, str]]:
         ax.legend(fontsize=8)
         figures.append((f"{app} ({mpi}): model vs measured round trip", _png(fig)))
     return figures
+
+
+def _coll_latencies(path: Path, collective: str) -> dict[int, float]:
+    """bytes -> median latency (us) of one collective in the coll benchmark's records."""
+    return {
+        int(r["bytes"]): float(r["latency_median_us"])
+        for r in _records(path)
+        if r.get("record") == "coll"
+        and r.get("collective") == collective
+        and r.get("entry", "mpi") == "mpi"
+        and r["bytes"] > 0
+    }
+
+
+def plot_bcast_model(res: SweepResults) -> list[tuple[str, str]]:
+    """The coll benchmark's Bcast with WAN-aware collectives (the two-layer pipelined
+    broadcast the P-LogP optimizer shapes) against the model's prediction for it, from
+    parameters derived from the configured platform (docs/model.md), per round trip; the
+    MPI's own Bcast measured alongside. Medians over repetitions."""
+    from . import plogp
+
+    runs: dict[tuple[str, str], dict[tuple[float, str], list[dict[int, float]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    platforms: dict[tuple[str, str, float], Platform] = {}
+    for row in res.rows:
+        r = rtt_ms(row)
+        if row["status"] != "ok" or r is None:
+            continue
+        lat = _coll_latencies(res.out / "points" / row["id"] / "stdout.txt", "bcast")
+        if not lat:
+            continue
+        runs[(row["app"], row["mpi"])][(r, row["coll"])].append(lat)
+        if row["coll"] == "isthmus" and (row["app"], row["mpi"], r) not in platforms:
+            p = _point_platform(res, row)
+            if p is not None:
+                platforms[(row["app"], row["mpi"], r)] = p
+    figures = []
+    for (app, mpi), by_point in runs.items():
+        rtts = sorted({r for r, coll in by_point if coll == "isthmus"})
+        if not rtts:
+            continue
+        fig, (ax,) = _figure(1, f"{app} ({mpi}): Bcast, P-LogP model vs measured")
+        for r in rtts:
+            medians = _median_curve(by_point[(r, "isthmus")])
+            sizes = sorted(medians)
+            line = ax.plot(
+                sizes, [medians[m] for m in sizes], marker="o", label=f"RTT {r:g} ms: isthmus"
+            )
+            color = line[0].get_color()
+            native = _median_curve(by_point.get((r, "native"), []))
+            if native:
+                ns = sorted(native)
+                ax.plot(ns, [native[m] for m in ns], marker="x", ls=":", color=color)
+            p = platforms.get((app, mpi, r))
+            if p is None:
+                continue
+            params = plogp.from_platform(p)
+            clusters = [c.ranks for c in p.clusters if c.ranks > 0]
+            predicted = [_pipelined_prediction(params, clusters, m) for m in sizes]
+            ax.plot(sizes, predicted, ls="--", color=color)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("latency (us); dashed: model, dotted: native")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        figures.append(
+            (
+                f"{app} ({mpi}): Bcast with isthmus collectives against the P-LogP prediction "
+                "of its two-layer pipelined broadcast (parameters from the configured "
+                "platform; the gap is the MPI stack's and the shared cores' time, which the "
+                "configured links do not carry)",
+                _png(fig),
+            )
+        )
+    return figures
+
+
+def _pipelined_prediction(params: Params, clusters: list[int], big_m: int) -> float:
+    """The model's time (us) for the broadcast WAN-aware collectives run: the two-layer
+    pipelined one across clusters, the optimized single-layer tree inside one."""
+    from . import model
+
+    times = {x.name: x.shape.time for x in model.predict_bcast(params, clusters, big_m)}
+    return times.get("two-layer pipelined", times["optimized"])
+
+
+def _median_curve(runs: list[dict[int, float]]) -> dict[int, float]:
+    sizes = sorted({m for run in runs for m in run})
+    return {m: statistics.median([run[m] for run in runs if m in run]) for m in sizes}
 
 
 def _pingpong_rtts(path: Path) -> list[tuple[int, float]]:
@@ -474,7 +580,7 @@ def write(out_dir: Path, page: Path, command: str) -> None:
     sections: list[tuple[str, list[tuple[str, str]]]] = [
         ("Applications against the round trip", plot_times(res)),
         ("Point-to-point bandwidth", plot_bandwidth(res)),
-        ("Model against measurement", plot_rtt_bound(res)),
+        ("Model against measurement", plot_rtt_bound(res) + plot_bcast_model(res)),
         ("Communication matrices (largest round trip)", matrices(res)),
     ]
     cores = os.cpu_count() or 1

@@ -73,7 +73,11 @@ class App:
     the current one). figures: (name, regular expression whose
     first group is the number) looked for in what the application prints. An app runs
     under the sweep's MPIs that it lists (all when it lists none), with its own platform
-    settings added (NetPIPE needs exactly two ranks, for example)."""
+    settings added (NetPIPE needs exactly two ranks, for example). repeat, when given,
+    replaces the sweep's for this app. inputs: files (with {here}) copied into the point's
+    directory, where the app then runs (HPCC reads hpccinf.txt from its working
+    directory and writes hpccoutf.txt there). figures_in: the file, in the point's
+    directory, that figures are looked for in instead of standard output."""
 
     name: str
     argv: tuple[str, ...]
@@ -82,6 +86,12 @@ class App:
     mpis: tuple[str, ...] = ()  # the MPIs it runs under (default: the sweep's)
     overrides: tuple[str, ...] = ()  # platform settings for this app (e.g. fewer hosts)
     colls: tuple[str, ...] = ()  # the collective modes it runs with (default: the sweep's)
+    repeat: int | None = None  # runs per point (default: the sweep's)
+    inputs: tuple[str, ...] = ()  # files copied into the point's directory, its cwd
+    figures_in: str | None = None  # a file the app writes there, searched instead of stdout
+
+    def _substitute(self, text: str, subst: dict[str, str]) -> str:
+        return re.sub(r"\{(mpi|bench|point|here)\}", lambda m: subst[m.group(1)], text)
 
     def command(self, mpi: str, point_dir: Path, here: Path) -> list[str]:
         argv = dict(self.argv_per_mpi).get(mpi, self.argv)
@@ -91,7 +101,10 @@ class App:
             "point": str(point_dir),
             "here": str(here),
         }
-        return [re.sub(r"\{(mpi|bench|point|here)\}", lambda m: subst[m.group(1)], a) for a in argv]
+        return [self._substitute(a, subst) for a in argv]
+
+    def input_files(self, here: Path) -> list[Path]:
+        return [Path(self._substitute(f, {"here": str(here)})) for f in self.inputs]
 
 
 @dataclass(frozen=True)
@@ -161,8 +174,13 @@ def parse_figure(text: str) -> tuple[str, str]:
 
 def check(sweep: Sweep) -> Platform:
     """Load the platform with every varied value, so that a typo fails before any run."""
-    if sweep.repeat < 1:
-        raise UserError(f"repeat {sweep.repeat}: expected 1 or more")
+    for where, repeat in [("", sweep.repeat)] + [(f"app {a.name}: ", a.repeat) for a in sweep.apps]:
+        if repeat is not None and repeat < 1:
+            raise UserError(f"{where}repeat {repeat}: expected 1 or more")
+    for app in sweep.apps:
+        for f in app.input_files(sweep.here.resolve()):
+            if not f.is_file():
+                raise UserError(f"app {app.name}: input {f}: no such file")
     names = [a.name for a in sweep.apps]
     if len(set(names)) != len(names):
         raise UserError(f"app names must differ: {', '.join(names)}")
@@ -184,7 +202,7 @@ def points(sweep: Sweep) -> list[Point]:
         for mpi in sweep.mpis:
             if app.mpis and mpi not in app.mpis:
                 continue
-            for r in range(sweep.repeat):
+            for r in range(app.repeat or sweep.repeat):
                 if sweep.baseline:
                     out.append(Point(app, mpi, "native", (), r, baseline=True))
                 for coll in sweep.colls:
@@ -271,6 +289,8 @@ def run_point(sweep: Sweep, point: Point, out: Path) -> dict[str, Any]:
     if pdir.exists():
         shutil.rmtree(pdir)  # what an interrupted earlier attempt left
     pdir.mkdir(parents=True)
+    for f in point.app.input_files(sweep.here.resolve()):
+        shutil.copyfile(f, pdir / f.name)
     platform_file = baseline_platform(sweep, point.app, out) if point.baseline else sweep.platform
     cmd = [
         str(paths.isthmus_command()),
@@ -289,7 +309,8 @@ def run_point(sweep: Sweep, point: Point, out: Path) -> dict[str, Any]:
     ]
     started = time.monotonic()
     with open(pdir / "stdout.txt", "wb") as so, open(pdir / "stderr.txt", "wb") as se:
-        proc = subprocess.Popen(cmd, stdout=so, stderr=se, start_new_session=True)
+        cwd = pdir if point.app.inputs else None
+        proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=cwd, start_new_session=True)
         try:
             rc = proc.wait()
         except KeyboardInterrupt:
@@ -301,7 +322,8 @@ def run_point(sweep: Sweep, point: Point, out: Path) -> dict[str, Any]:
                 proc.wait()
             raise
     wall = time.monotonic() - started
-    text = (pdir / "stdout.txt").read_text(errors="replace")
+    source = pdir / (point.app.figures_in or "stdout.txt")
+    text = source.read_text(errors="replace") if source.is_file() else ""
     figures, missing = _figures(point.app, text)
     status = "ok" if rc == 0 else ("timeout" if rc == EXIT_TIMEOUT else "failed")
     row: dict[str, Any] = {
@@ -418,6 +440,12 @@ def _toml_strings(value: Any, where: str) -> tuple[str, ...]:
     raise UserError(f"{where}: expected a string or a list of strings")
 
 
+def _whole(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise UserError(f"{where}: expected a whole number")
+    return value
+
+
 def load_file(path: Path) -> Sweep:
     """A sweep file (TOML; docs/sweep.md). Relative paths are relative to the file."""
     try:
@@ -427,7 +455,17 @@ def load_file(path: Path) -> Sweep:
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: not TOML ({e})") from None
     known = {"platform", "set", "vary", "mpi", "coll", "repeat", "timeout", "baseline", "app"}
-    app_keys = ("name", "command", "figures", "mpi", "coll", "set")
+    app_keys = (
+        "name",
+        "command",
+        "figures",
+        "figures_in",
+        "mpi",
+        "coll",
+        "set",
+        "repeat",
+        "inputs",
+    )
     unknown = sorted(set(raw) - known)
     if unknown:
         raise UserError(f"{path}: unknown key {unknown[0]!r}: expected {', '.join(sorted(known))}")
@@ -465,7 +503,27 @@ def load_file(path: Path) -> Sweep:
             text = ",".join(_toml_strings(a["coll"], f"{where}: coll"))
             colls = parse_list(text, COLLECTIVES_MODES, "coll")
         app_sets = _toml_strings(a.get("set", []), f"{where}: set")
-        apps.append(App(a["name"], argv_default, figures, tuple(per_mpi), mpis, app_sets, colls))
+        app_repeat = _whole(a["repeat"], f"{where}: repeat") if "repeat" in a else None
+        inputs = _toml_strings(a.get("inputs", []), f"{where}: inputs")
+        figures_in = a.get("figures_in")
+        if figures_in is not None and (
+            not isinstance(figures_in, str) or not figures_in or "/" in figures_in
+        ):
+            raise UserError(f"{where}: figures_in: expected a file name in the point's directory")
+        apps.append(
+            App(
+                a["name"],
+                argv_default,
+                figures,
+                tuple(per_mpi),
+                mpis,
+                app_sets,
+                colls,
+                app_repeat,
+                inputs,
+                figures_in,
+            )
+        )
     if not apps:
         raise UserError(f"{path}: no [[app]]: a sweep needs at least one application")
     vary = raw.get("vary", {})
@@ -475,9 +533,7 @@ def load_file(path: Path) -> Sweep:
         timeout = parse_duration(raw.get("timeout", "10min"))
     except UnitError as e:
         raise UserError(f"{path}: timeout: {e}") from None
-    repeat = raw.get("repeat", 1)
-    if not isinstance(repeat, int) or isinstance(repeat, bool):
-        raise UserError(f"{path}: repeat: expected a whole number")
+    repeat = _whole(raw.get("repeat", 1), f"{path}: repeat")
     baseline = raw.get("baseline", True)
     if not isinstance(baseline, bool):
         raise UserError(f"{path}: baseline: expected true or false")

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from conftest import TWO_CLUSTERS, Run
+from conftest import ROOT, TWO_CLUSTERS, Run
+from isthmus import platform as platform_mod
+from isthmus import plogp, report
 
 CHROMIUM = shutil.which("chromium")
 # The flags the machine notes require: no background connections on a closed network.
@@ -30,7 +32,7 @@ CHROMIUM_FLAGS = [
 def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small real sweep: isthmus's pingpong across the WAN at two round trips, with a
     baseline, under Open MPI."""
-    from conftest import ISTHMUS, ROOT
+    from conftest import ISTHMUS
 
     out = tmp_path_factory.mktemp("sweep") / "out"
     pingpong = ROOT / "build" / "bin" / "openmpi" / "pingpong"
@@ -101,3 +103,28 @@ def test_report_of_a_directory_that_is_not_a_sweep_is_a_one_line_error(
     assert "not a sweep's directory" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "report.html").exists()
+
+
+def test_the_report_sets_the_bcast_model_against_the_coll_benchmark(
+    isthmus: Run, tmp_path: Path
+) -> None:
+    """One point of the coll benchmark with WAN-aware collectives at a 2 ms round trip:
+    the page has the Bcast panel, and the model's prediction it draws is the configured
+    one-way latency plus the transfer and LAN terms (no software overhead)."""
+    out = tmp_path / "out"
+    coll = ROOT / "build" / "bin" / "openmpi" / "coll"
+    done = isthmus(
+        "sweep", "-p", TWO_CLUSTERS, "--vary", "wan.latency=1ms", "--coll", "isthmus",
+        "--no-baseline", "--name", "coll", "--timeout", "120s", "-o", out, "--", coll,
+        "--collectives", "bcast", "--max-size", "4096", "--iterations", "5",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "report.html"
+    assert isthmus("report", out, "-o", page).returncode == 0
+    assert "Bcast with isthmus collectives against the P-LogP prediction" in page.read_text()
+
+    p = platform_mod.load(TWO_CLUSTERS, ["wan.latency=1ms"])
+    params = plogp.from_platform(p)
+    small = report._pipelined_prediction(params, [2, 2], 8)
+    big = report._pipelined_prediction(params, [2, 2], 4096)
+    assert 1000 < small < 1300 and small < big, (small, big)

@@ -4,6 +4,7 @@ figures that match nothing, resume, Ctrl-C, bad input."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import signal
 import subprocess
@@ -176,6 +177,7 @@ def test_bad_sweep_options_are_one_line_errors(
         ('platform = "x.toml"\ntimeout = "soon"\n[[app]]\nname="a"\ncommand="b"', "timeout"),
         ('platform = "x.toml"\n[[app]]\nname="a"\ncommand={lam=["b"]}', "command.lam"),
         ("platform = [", "not TOML"),
+        ('platform = "x.toml"\n[[app]]\nname="a"\ncommand="b"\nrepeat=true', "repeat: expected"),
     ],
 )
 def test_bad_sweep_files_are_one_line_errors(
@@ -201,5 +203,49 @@ def test_points_and_commands() -> None:
     pts = sweep_mod.points(s)
     assert len(pts) == 2 * 2 * (1 + 2 * 2 * 2)
     assert len({p.id for p in pts}) == len(pts)
+    once = sweep_mod.App("once", ("true",), repeat=1)
+    assert len(sweep_mod.points(dataclasses.replace(s, apps=(app, once)))) == len(pts) + 2 * (
+        1 + 2 * 2 * 2
+    )
     cmd = app.command("mpich", Path("/tmp/p"), Path("/x"))
     assert cmd[0].endswith("bin/mpich/pingpong") and cmd[2:] == ["/tmp/p/x", "mpich"]
+
+
+@pytest.mark.parametrize(
+    ("app", "message"),
+    [
+        ("repeat = 0", "app a: repeat 0: expected 1 or more"),
+        ('inputs = ["{here}/missing.txt"]', "app a: input"),
+        ('figures_in = "../x"', "figures_in: expected a file name"),
+    ],
+)
+def test_bad_app_repeat_and_inputs_are_one_line_errors(
+    isthmus: Run, tmp_path: Path, app: str, message: str
+) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(f'platform = "{TWO_CLUSTERS}"\n[[app]]\nname = "a"\ncommand = "true"\n{app}\n')
+    done = isthmus("sweep", f, "-o", tmp_path / "o")
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_app_with_inputs_runs_in_its_point_directory(isthmus: Run, tmp_path: Path) -> None:
+    # HPCC's way: the input file in the working directory, the output written next to it
+    (tmp_path / "in.txt").write_text("answer 42\n")
+    f = tmp_path / "s.toml"
+    f.write_text(
+        f'platform = "{TWO_CLUSTERS}"\nbaseline = false\n[[app]]\nname = "reader"\n'
+        'inputs = ["{here}/in.txt"]\nrepeat = 2\n'
+        'command = ["sh", "-c", "cat in.txt > out-$$.txt"]\n'
+        'figures_in = "in.txt"\n'
+        "figures = { answer = 'answer ([0-9]+)' }\n"
+    )
+    out = tmp_path / "o"
+    done = isthmus("sweep", f, "-o", out)
+    assert done.returncode == 0, done.stderr
+    rows = _rows(out)
+    assert sorted(rows) == ["reader_openmpi_native_r0", "reader_openmpi_native_r1"]
+    for pid, row in rows.items():
+        assert row["status"] == "ok" and float(row["answer"]) == 42
+        assert len(list((out / "points" / pid).glob("out-*.txt"))) == 4  # one per rank
