@@ -126,7 +126,15 @@ def test_ctrl_c_keeps_the_finished_points_and_a_rerun_resumes(
     cmd = [str(ISTHMUS), "sweep", "-p", str(TWO_CLUSTERS), "--vary", "wan.latency=0,1ms",
            "--no-baseline", "--timeout", "300s", "--name", "sleeper", "-o", str(out), "--",
            str(apps[("openmpi", "sleeper")]), "2"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A test run started in the background (nohup ... &) inherits SIGINT ignored, and then
+    # Python installs no KeyboardInterrupt handler: give the sweep the default disposition.
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     first = out / "points" / "sleeper_openmpi_native_wan.latency=0_r0" / "point.json"
     second = out / "points" / "sleeper_openmpi_native_wan.latency=1ms_r0"
     deadline = time.monotonic() + 120
