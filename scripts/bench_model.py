@@ -17,7 +17,6 @@ cores; measurements already in OUT_DIR/raw are kept, so an interrupted run resum
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -26,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from model_bench_args import mpi_and_output, revision
 
 ROOT = Path(__file__).resolve().parents[1]
 ISTHMUS = str(ROOT / "bin" / "isthmus")
@@ -316,17 +317,10 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
 
 def main() -> int:
     global MPI
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", nargs="?", type=Path, default=ROOT / "results" / "model")
-    ap.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
-    opts = ap.parse_args()
-    MPI = opts.mpi
-    out = opts.out
+    MPI, out = mpi_and_output(__doc__.splitlines()[0])
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    rev = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    rev = revision()
     meta = {"command": "scripts/bench_model.py", "git_revision": rev, "mpi": MPI}
     bc = bcast_cases(raw)
     (out / "bcast.json").write_text(json.dumps({**meta, "rows": bc}, indent=1) + "\n")

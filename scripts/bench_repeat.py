@@ -8,7 +8,6 @@ Usage: scripts/bench_repeat.py [--mpi mpich|openmpi] [OUT_DIR]   (about 5 minute
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -16,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from model_bench_args import mpi_and_output, revision
 
 ROOT = Path(__file__).resolve().parents[1]
 ISTHMUS = str(ROOT / "bin" / "isthmus")
@@ -77,12 +78,7 @@ def points(path: Path, figure: str, key: tuple[str, ...]) -> dict[tuple[Any, ...
 
 def main() -> int:
     global MPI
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", nargs="?", type=Path, default=ROOT / "results" / "model")
-    ap.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
-    opts = ap.parse_args()
-    MPI = opts.mpi
-    out_dir = opts.out
+    MPI, out_dir = mpi_and_output(__doc__.splitlines()[0])
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,9 +114,7 @@ def main() -> int:
                 f"difference {100 * r['median_difference']:.1f}%, worst "
                 f"{100 * r['max_difference']:.1f}% at {r['worst_point']}"
             )
-    rev = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    rev = revision()
     doc = {"command": "scripts/bench_repeat.py", "git_revision": rev, "mpi": MPI, "rows": rows}
     (out_dir / "repeatability.json").write_text(json.dumps(doc, indent=1) + "\n")
     return 0

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import atomic
+from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
 from .platform import Platform
@@ -180,6 +181,17 @@ def _netpipe_bandwidth(path: Path) -> list[tuple[int, float]]:
     return out
 
 
+def _against_size(ax: Any, ylabel: str, log_y: bool) -> None:
+    """Axes of a figure against message size: log2 sizes, a grid and a legend."""
+    ax.set_xscale("log", base=2)
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def plot_bandwidth(res: SweepResults) -> list[tuple[str, str]]:
     figures = []
     curves = bandwidth_curves(res)
@@ -190,20 +202,14 @@ def plot_bandwidth(res: SweepResults) -> list[tuple[str, str]]:
             for label, pts in curves[(app, mpi)].items():
                 pts = sorted(pts)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=label)
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("message size (bytes)")
-            ax.set_ylabel("bandwidth (Mbit/s)")
             ax.set_title(mpi)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
+            _against_size(ax, "bandwidth (Mbit/s)", log_y=False)
         figures.append((f"{app}: bandwidth against message size", _png(fig)))
     return figures
 
 
 def _point_platform(res: SweepResults, row: dict[str, Any]) -> Platform | None:
     """The platform a point ran on: its command's -p file with its --set values."""
-    from . import platform as platform_mod
-
     cmd = list(row.get("command", []))
     path = res.sweep["platform"]
     sets = []
@@ -254,12 +260,7 @@ def plot_rtt_bound(res: SweepResults) -> list[tuple[str, str]]:
                 [m for m, _ in recs], [t for _, t in recs], marker=".", label=f"RTT {r:g} ms"
             )
             ax.plot([m for m, _ in recs], bound, ls="--", color=line[0].get_color())
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("round trip (us); dashed: 2 (L + m/B)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        _against_size(ax, "round trip (us); dashed: 2 (L + m/B)", log_y=True)
         figures.append((f"{app} ({mpi}): model vs measured round trip", _png(fig)))
     return figures
 
@@ -323,12 +324,7 @@ def plot_bcast_model(res: SweepResults) -> list[tuple[str, str]]:
             clusters = [c.ranks for c in p.clusters if c.ranks > 0]
             predicted = [_pipelined_prediction(params, clusters, m) for m in sizes]
             ax.plot(sizes, predicted, ls="--", color=color)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("latency (us); dashed: model, dotted: native")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        _against_size(ax, "latency (us); dashed: model, dotted: native", log_y=True)
         figures.append(
             (
                 f"{app} ({mpi}): Bcast with isthmus collectives against the P-LogP prediction "

@@ -65,6 +65,11 @@ RESULT_COLUMNS = (
 )
 
 
+def _substitute(text: str, subst: dict[str, str]) -> str:
+    """{mpi}, {bench}, {point} and {here} in text replaced by their values in subst."""
+    return re.sub(r"\{(mpi|bench|point|here)\}", lambda m: subst[m.group(1)], text)
+
+
 @dataclass(frozen=True)
 class App:
     """An application of the sweep. argv may use {mpi} (openmpi or mpich), {bench} (the
@@ -90,9 +95,6 @@ class App:
     inputs: tuple[str, ...] = ()  # files copied into the point's directory, its cwd
     figures_in: str | None = None  # a file the app writes there, searched instead of stdout
 
-    def _substitute(self, text: str, subst: dict[str, str]) -> str:
-        return re.sub(r"\{(mpi|bench|point|here)\}", lambda m: subst[m.group(1)], text)
-
     def command(self, mpi: str, point_dir: Path, here: Path) -> list[str]:
         argv = dict(self.argv_per_mpi).get(mpi, self.argv)
         subst = {
@@ -101,10 +103,10 @@ class App:
             "point": str(point_dir),
             "here": str(here),
         }
-        return [self._substitute(a, subst) for a in argv]
+        return [_substitute(a, subst) for a in argv]
 
     def input_files(self, here: Path) -> list[Path]:
-        return [Path(self._substitute(f, {"here": str(here)})) for f in self.inputs]
+        return [Path(_substitute(f, {"here": str(here)})) for f in self.inputs]
 
 
 @dataclass(frozen=True)
@@ -174,10 +176,11 @@ def parse_figure(text: str) -> tuple[str, str]:
 
 def check(sweep: Sweep) -> Platform:
     """Load the platform with every varied value, so that a typo fails before any run."""
-    for where, repeat in [("", sweep.repeat)] + [(f"app {a.name}: ", a.repeat) for a in sweep.apps]:
-        if repeat is not None and repeat < 1:
-            raise UserError(f"{where}repeat {repeat}: expected 1 or more")
+    if sweep.repeat < 1:
+        raise UserError(f"repeat {sweep.repeat}: expected 1 or more")
     for app in sweep.apps:
+        if app.repeat is not None and app.repeat < 1:
+            raise UserError(f"app {app.name}: repeat {app.repeat}: expected 1 or more")
         for f in app.input_files(sweep.here.resolve()):
             if not f.is_file():
                 raise UserError(f"app {app.name}: input {f}: no such file")
@@ -519,9 +522,9 @@ def load_file(path: Path) -> Sweep:
                 mpis,
                 app_sets,
                 colls,
-                app_repeat,
-                inputs,
-                figures_in,
+                repeat=app_repeat,
+                inputs=inputs,
+                figures_in=figures_in,
             )
         )
     if not apps:

@@ -30,25 +30,29 @@ static int header_at(const char *p, long q)
     return v;
 }
 
+/* Blocks b[0..n) packed one after the other; (*off)[j] is where block j starts, (*off)[n]
+ * the end. Packing comes first because in place the receive buffer is the send buffer. */
+static char *pack_blocks(int n, const struct ist_block *b, long **off, int *rc)
+{
+    long *o = *off = malloc((size_t)(n + 1) * sizeof(long));
+    o[0] = 0;
+    for (int j = 0; j < n; j++) o[j + 1] = o[j] + ist_block_bytes(&b[j]);
+    char *out = malloc((size_t)o[n] + 1);
+    for (int j = 0; j < n && *rc == MPI_SUCCESS; j++) {
+        long p = o[j];
+        *rc = ist_pack(b[j].buf, b[j].count, b[j].type, out, o[n], &p);
+    }
+    return out;
+}
+
 /* send[j]: this rank's block for rank j; recv[i]: where the block from rank i goes. */
 static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, const struct ist_block *recv)
 {
     int c = h->my_cluster, me = h->local_rank[h->rank], nl = h->count[c], rc = MPI_SUCCESS;
     const int *mine = &h->members[h->member_start[c]];
     const size_t ncl = h->nclusters > 0 ? (size_t)h->nclusters : 1;
-    /* Pack everything first: in place, the receive buffer is also the send buffer. */
-    long *off = malloc((size_t)(h->size + 1) * sizeof(long));
-    long total = 0;
-    for (int j = 0; j < h->size; j++) {
-        off[j] = total;
-        total += ist_block_bytes(&send[j]);
-    }
-    off[h->size] = total;
-    char *out = malloc((size_t)total + 1);
-    for (int j = 0; j < h->size && rc == MPI_SUCCESS; j++) {
-        long p = off[j];
-        rc = ist_pack(send[j].buf, send[j].count, send[j].type, out, total, &p);
-    }
+    long *off;
+    char *out = pack_blocks(h->size, send, &off, &rc);
     /* 1. inside the cluster */
     int *sc = malloc((size_t)nl * sizeof(int)), *sd = malloc((size_t)nl * sizeof(int));
     int *rcn = malloc((size_t)nl * sizeof(int)), *rd = malloc((size_t)nl * sizeof(int));
@@ -237,17 +241,11 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
 static int alltoall_direct(struct ist_hier *h, const struct ist_block *send, const struct ist_block *recv)
 {
     int n = h->size, me = h->rank, rc = MPI_SUCCESS, nreq = 0;
-    long *off = malloc((size_t)(n + 1) * sizeof(long)), *roff = malloc((size_t)(n + 1) * sizeof(long));
-    off[0] = roff[0] = 0;
-    for (int j = 0; j < n; j++) {
-        off[j + 1] = off[j] + ist_block_bytes(&send[j]);
-        roff[j + 1] = roff[j] + ist_block_bytes(&recv[j]);
-    }
-    char *out = malloc((size_t)off[n] + 1), *in = malloc((size_t)roff[n] + 1);
-    for (int j = 0; j < n && rc == MPI_SUCCESS; j++) { /* in place: pack before receiving */
-        long p = off[j];
-        rc = ist_pack(send[j].buf, send[j].count, send[j].type, out, off[n], &p);
-    }
+    long *off, *roff = malloc((size_t)(n + 1) * sizeof(long));
+    char *out = pack_blocks(n, send, &off, &rc);
+    roff[0] = 0;
+    for (int j = 0; j < n; j++) roff[j + 1] = roff[j] + ist_block_bytes(&recv[j]);
+    char *in = malloc((size_t)roff[n] + 1);
     MPI_Request *req = malloc(2 * (size_t)n * sizeof *req);
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
         if (i != me) rc = ist_h_irecv(h, in + roff[i], roff[i + 1] - roff[i], i, TAG_ALLTOALL_DIRECT, &req[nreq++]);
@@ -269,11 +267,6 @@ static int alltoall_direct(struct ist_hier *h, const struct ist_block *send, con
     return rc;
 }
 
-static int choose_direct(enum ist_coll_id id)
-{
-    return strcmp(ist_hier_algorithm(id), "direct") == 0;
-}
-
 /* The blocks of the three forms; in place, what is sent is taken from the receive side. */
 static struct ist_block *blocks(int n, const void *buf, const int *counts, const int *displs,
                                 int count, MPI_Datatype type, const MPI_Datatype *types, int bytes_displs)
@@ -290,9 +283,9 @@ static struct ist_block *blocks(int n, const void *buf, const int *counts, const
 
 static int run(struct ist_hier *h, enum ist_coll_id id, struct ist_block *send, struct ist_block *recv)
 {
-    int direct = choose_direct(id);
-    ist_hier_log(h, id, "%s", direct ? "every block straight to its rank"
-                                                    : "one message per cluster pair through the coordinators");
+    int direct = strcmp(ist_hier_algorithm(id), "direct") == 0;
+    ist_hier_log(h, id, "%s",
+                 direct ? "every block straight to its rank" : "one message per cluster pair through the coordinators");
     int rc = direct ? alltoall_direct(h, send, recv) : alltoall_blocks(h, send, recv);
     free(send);
     free(recv);

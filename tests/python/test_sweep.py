@@ -17,6 +17,9 @@ from conftest import ISTHMUS, ROOT, TWO_CLUSTERS, Run
 from isthmus import platform as platform_mod
 from isthmus import sweep as sweep_mod
 
+# A sweep file's start whose platform loads, for errors found after loading it.
+APP_A = f'platform = "{TWO_CLUSTERS}"\n[[app]]\nname = "a"\ncommand = "true"\n'
+
 
 def _rows(out: Path) -> dict[str, dict[str, str]]:
     with open(out / "results.csv") as f:
@@ -186,6 +189,10 @@ def test_bad_sweep_options_are_one_line_errors(
         ('platform = "x.toml"\n[[app]]\nname="a"\ncommand={lam=["b"]}', "command.lam"),
         ("platform = [", "not TOML"),
         ('platform = "x.toml"\n[[app]]\nname="a"\ncommand="b"\nrepeat=true', "repeat: expected"),
+        # per-app settings that only the loaded platform's checks catch
+        (f"{APP_A}repeat = 0", "app a: repeat 0: expected 1 or more"),
+        (f'{APP_A}inputs = ["{{here}}/missing.txt"]', "app a: input"),
+        (f'{APP_A}figures_in = "../x"', "figures_in: expected a file name"),
     ],
 )
 def test_bad_sweep_files_are_one_line_errors(
@@ -196,6 +203,7 @@ def test_bad_sweep_files_are_one_line_errors(
     done = isthmus("sweep", f, "-o", tmp_path / "o")
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "o").exists()
 
 
 def test_points_and_commands() -> None:
@@ -217,25 +225,6 @@ def test_points_and_commands() -> None:
     )
     cmd = app.command("mpich", Path("/tmp/p"), Path("/x"))
     assert cmd[0].endswith("bin/mpich/pingpong") and cmd[2:] == ["/tmp/p/x", "mpich"]
-
-
-@pytest.mark.parametrize(
-    ("app", "message"),
-    [
-        ("repeat = 0", "app a: repeat 0: expected 1 or more"),
-        ('inputs = ["{here}/missing.txt"]', "app a: input"),
-        ('figures_in = "../x"', "figures_in: expected a file name"),
-    ],
-)
-def test_bad_app_repeat_and_inputs_are_one_line_errors(
-    isthmus: Run, tmp_path: Path, app: str, message: str
-) -> None:
-    f = tmp_path / "s.toml"
-    f.write_text(f'platform = "{TWO_CLUSTERS}"\n[[app]]\nname = "a"\ncommand = "true"\n{app}\n')
-    done = isthmus("sweep", f, "-o", tmp_path / "o")
-    assert done.returncode == 2
-    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert not (tmp_path / "o").exists()
 
 
 def test_an_app_with_inputs_runs_in_its_point_directory(isthmus: Run, tmp_path: Path) -> None:
