@@ -2,10 +2,10 @@
  * send their partial results to every other coordinator at once and each combines them
  * in cluster order ("direct": one wide-area latency, each partial result crosses each
  * link once), or, for large messages, reduce-scatter and allgather among themselves
- * ("split", coll_allreduce_split.c: 2M/C per link, two latencies); each cluster then
- * broadcasts the result. The model's wide-area parameters choose: L + g(M) against
- * 2L + 2g(M/C). A non-commutative operation keeps MPI's order when every cluster's ranks
- * are consecutive; otherwise the native allreduce runs. */
+ * ("split", coll_allreduce_split.c: 2M/C per link, its two phases overlapping); each
+ * cluster then broadcasts the result. The model's wide-area parameters choose: L + g(M)
+ * against L + g(M/C) + max(g(M/C), L). A non-commutative operation keeps MPI's order when
+ * every cluster's ranks are consecutive; otherwise the native allreduce runs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +29,10 @@ static int use_split(const struct ist_hier *h, int count, MPI_Datatype type)
     const struct ist_plogp_class *w = &ist_hier_model()->wan;
     double m = (double)count * size;
     double direct = w->L + ist_plogp_at(w, w->g, m);
-    double split = 2 * w->L + 2 * ist_plogp_at(w, w->g, m / h->nclusters);
+    /* split's phases overlap (coll_allreduce_split.c): the second waits for the first's
+     * first segment, L after it started, or follows its last on the link */
+    double part = ist_plogp_at(w, w->g, m / h->nclusters);
+    double split = w->L + part + (part > w->L ? part : w->L);
     return split < direct;
 }
 

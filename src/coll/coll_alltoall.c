@@ -132,9 +132,8 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
             }
             boff[i][nremote] = p;
         }
-        MPI_Request *req = malloc(2 * ncl * sizeof *req);
+        struct ist_reqs q = {0};
         char **msgs = calloc(ncl, sizeof *msgs);
-        int nreq = 0;
         /* each other cluster's blocks for my ranks, [sizes nk x nl][blocks]: all posted
          * before any send, so that the wide-area transfers run at the same time */
         char **inmsg = calloc(ncl, sizeof *inmsg);
@@ -145,7 +144,7 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
                 for (int i = 0; i < h->count[k]; i++)
                     ilen += header_at(gathered + ld[j], nremote + ridx[h->members[h->member_start[k] + i]]);
             inmsg[k] = malloc((size_t)ilen + 1);
-            rc = ist_h_irecv(h, inmsg[k], ilen, h->first[k], TAG_ALLTOALL, &req[nreq++]);
+            rc = ist_h_irecv_segments(h, inmsg[k], ilen, h->first[k], TAG_ALLTOALL, &q);
         }
         for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
             if (k == c) continue;
@@ -167,9 +166,10 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
                     memcpy(data, gathered + boff[i][q], (size_t)b);
                     data += b;
                 }
-            rc = ist_h_isend(h, m, mlen, h->first[k], TAG_ALLTOALL, &req[nreq++]);
+            rc = ist_h_isend_segments(h, m, mlen, h->first[k], TAG_ALLTOALL, &q);
         }
-        if (rc == MPI_SUCCESS) rc = ist_h_waitall(nreq, req);
+        int wrc = ist_reqs_wait(&q);
+        if (rc == MPI_SUCCESS) rc = wrc;
         /* member j gets, cluster by cluster and rank by rank, the blocks addressed to it */
         dlens = calloc((size_t)nl, sizeof(int));
         dd = malloc((size_t)nl * sizeof(int));
@@ -202,7 +202,6 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
         free(boff);
         free(msgs);
         free(inmsg);
-        free(req);
         free(ridx);
     }
     /* 4. each rank receives its remote blocks and unpacks them */

@@ -106,6 +106,52 @@ int ist_h_waitall(int n, MPI_Request *reqs)
     return rc;
 }
 
+long ist_wan_segment(void) { return ist_hier_forced_segment() > 0 ? ist_hier_forced_segment() : IST_WAN_SEGMENT; }
+
+static MPI_Request *reqs_next(struct ist_reqs *q)
+{
+    if (q->n == q->cap) {
+        q->cap = q->cap ? 2 * q->cap : 16;
+        q->r = realloc(q->r, (size_t)q->cap * sizeof *q->r);
+    }
+    return &q->r[q->n++];
+}
+
+/* One message of `bytes` at buf as segments: isend or irecv on each. */
+static int segments_do(const struct ist_hier *h, char *buf, long bytes, int peer, int tag,
+                       struct ist_reqs *q, int send)
+{
+    long seg = ist_wan_segment(), off = 0;
+    int rc = MPI_SUCCESS;
+    do {
+        long len = bytes - off < seg ? bytes - off : seg;
+        rc = send ? ist_h_isend(h, buf + off, len, peer, tag, reqs_next(q))
+                  : ist_h_irecv(h, buf + off, len, peer, tag, reqs_next(q));
+        off += len;
+    } while (rc == MPI_SUCCESS && off < bytes);
+    return rc;
+}
+
+int ist_h_isend_segments(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
+                         struct ist_reqs *q)
+{
+    return segments_do(h, (char *)buf, bytes, dest, tag, q, 1);
+}
+
+int ist_h_irecv_segments(const struct ist_hier *h, void *buf, long bytes, int source, int tag,
+                         struct ist_reqs *q)
+{
+    return segments_do(h, buf, bytes, source, tag, q, 0);
+}
+
+int ist_reqs_wait(struct ist_reqs *q)
+{
+    int rc = ist_h_waitall(q->n, q->r);
+    free(q->r);
+    *q = (struct ist_reqs){0};
+    return rc;
+}
+
 /* p0 op p1 op ... op p(n-1), left to right (MPI's order for non-commutative operations):
  * MPI_Reduce_local(in, inout) computes inout = in op inout, so each step folds the result
  * so far into the next part. Overwrites parts[1..n); returns the part that holds it. */

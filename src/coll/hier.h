@@ -139,6 +139,24 @@ int ist_h_isend_typed(const struct ist_hier *h, const void *buf, int count, MPI_
 int ist_h_irecv_typed(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
                       int source, int tag, MPI_Request *req);
 int ist_h_waitall(int n, MPI_Request *reqs);
+
+/* Wide-area messages travel in segments (IST_WAN_SEGMENT bytes, or collectives.segment):
+ * under the MPI's eager limit, so that no rendezvous handshake waits behind the data that
+ * fill a wide-area queue (measured: results/collectives/README.md), and receives posted
+ * first take them in as they come. Both ends must know the message's size. Requests go
+ * into a growing list, waited for (and freed) together. */
+#define IST_WAN_SEGMENT (16L << 10)
+long ist_wan_segment(void);
+struct ist_reqs {
+    MPI_Request *r;
+    int n, cap;
+};
+int ist_h_isend_segments(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
+                         struct ist_reqs *q);
+int ist_h_irecv_segments(const struct ist_hier *h, void *buf, long bytes, int source, int tag,
+                         struct ist_reqs *q);
+/* Wait for every request in q and free the list. */
+int ist_reqs_wait(struct ist_reqs *q);
 int ist_h_recv_any_size(const struct ist_hier *h, int source, int tag, char **buf, long *bytes);
 
 /* Where count elements of a type start in a buffer, and how they pack. */
