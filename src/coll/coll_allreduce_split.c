@@ -28,13 +28,12 @@ struct split {
     int count, nseg;
 };
 
-/* Start and length of segment s of cluster k's chunk, in elements of the whole vector. */
-static int seg_first(const struct split *sp, int k, int s)
-{
-    int cf = part_first(sp->count, sp->h->nclusters, k);
-    int cn = part_first(sp->count, sp->h->nclusters, k + 1) - cf;
-    return cf + part_first(cn, sp->nseg, s);
-}
+static int chunk_first(const struct split *sp, int k) { return part_first(sp->count, sp->h->nclusters, k); }
+static int chunk_len(const struct split *sp, int k) { return chunk_first(sp, k + 1) - chunk_first(sp, k); }
+/* Segment s of cluster k's chunk: its offset in the chunk, its start in the whole vector
+ * and its length, in elements. */
+static int seg_offset(const struct split *sp, int k, int s) { return part_first(chunk_len(sp, k), sp->nseg, s); }
+static int seg_first(const struct split *sp, int k, int s) { return chunk_first(sp, k) + seg_offset(sp, k, s); }
 static int seg_len(const struct split *sp, int k, int s) { return seg_first(sp, k, s + 1) - seg_first(sp, k, s); }
 static char *at(const struct split *sp, void *buf, int element) { return (char *)buf + (MPI_Aint)element * sp->ext; }
 
@@ -47,6 +46,8 @@ static int segments(int count, int nclusters, MPI_Datatype type)
     long per_seg = seg / (size > 0 ? size : 1);
     if (per_seg < 1) per_seg = 1;
     long n = (chunk_elems + per_seg - 1) / per_seg;
+    /* at most 1024 per chunk, so that a call's requests stay bounded (larger segments
+     * past 16 MiB per chunk) */
     return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
 }
 
@@ -57,7 +58,7 @@ static int finish_segment(const struct split *sp, void *recvbuf, struct ist_tmp 
 {
     struct ist_hier *h = sp->h;
     int c = h->my_cluster, n = h->nclusters, rc = MPI_SUCCESS;
-    int off = seg_first(sp, c, s) - seg_first(sp, c, 0), len = seg_len(sp, c, s);
+    int off = seg_offset(sp, c, s), len = seg_len(sp, c, s);
     char *mine = at(sp, recvbuf, seg_first(sp, c, s));
     void **parts = malloc((size_t)n * sizeof *parts);
     for (int k = 0; k < n; k++) parts[k] = k == c ? mine : at(sp, partial[k].base, off);
@@ -72,7 +73,7 @@ int ist_allreduce_split(struct ist_hier *h, void *recvbuf, int count, MPI_Dataty
 {
     struct split sp = {h, type, ist_extent(type), count, segments(count, h->nclusters, type)};
     int c = h->my_cluster, n = h->nclusters, S = sp.nseg, rc = MPI_SUCCESS;
-    int mine = seg_first(&sp, c + 1, 0) - seg_first(&sp, c, 0);
+    int mine = chunk_len(&sp, c);
     /* Phase 1 sends from a snapshot: phase 2 writes the other chunks of recvbuf meanwhile. */
     struct ist_tmp snapshot = {0}, *partial = calloc((size_t)n, sizeof *partial);
     size_t per_phase = (size_t)(n - 1) * (size_t)S;
@@ -86,7 +87,7 @@ int ist_allreduce_split(struct ist_hier *h, void *recvbuf, int count, MPI_Dataty
         if (k == c) continue;
         rc = ist_tmp_alloc(&partial[k], mine, type);
         for (int s = 0; s < S && rc == MPI_SUCCESS; s++)
-            rc = ist_h_irecv_typed(h, at(&sp, partial[k].base, seg_first(&sp, c, s) - seg_first(&sp, c, 0)),
+            rc = ist_h_irecv_typed(h, at(&sp, partial[k].base, seg_offset(&sp, c, s)),
                                    seg_len(&sp, c, s), type, h->first[k], TAG_SPLIT_SCATTER, &scatter_recv[nrecv++]);
         for (int s = 0; s < S && rc == MPI_SUCCESS; s++)
             rc = ist_h_irecv_typed(h, at(&sp, recvbuf, seg_first(&sp, k, s)), seg_len(&sp, k, s), type,

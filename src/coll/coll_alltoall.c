@@ -4,8 +4,9 @@
  * aggregated (the default): blocks between ranks of one cluster go directly (the MPI's
  * alltoallv on the cluster communicator); blocks for other clusters are gathered at the
  * coordinator, which sends each other cluster one message holding every block from its
- * cluster to that cluster (with their sizes), and scatters what it receives to its
- * ranks. One message per pair of clusters: few wide-area messages for small blocks.
+ * cluster to that cluster (with their sizes; in wide-area segments, hier.h), and scatters
+ * what it receives to its ranks. One message per pair of clusters: few wide-area messages
+ * for small blocks.
  *
  * direct (when forced: ISTHMUS_COLL_ALGORITHM=alltoall:direct): every rank sends every
  * block straight to its destination, all at once; no LAN stages, but n_i x n_k flows

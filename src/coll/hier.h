@@ -140,11 +140,12 @@ int ist_h_irecv_typed(const struct ist_hier *h, void *buf, int count, MPI_Dataty
                       int source, int tag, MPI_Request *req);
 int ist_h_waitall(int n, MPI_Request *reqs);
 
-/* Wide-area messages travel in segments (IST_WAN_SEGMENT bytes, or collectives.segment):
- * under the MPI's eager limit, so that no rendezvous handshake waits behind the data that
- * fill a wide-area queue (measured: results/collectives/README.md), and receives posted
- * first take them in as they come. Both ends must know the message's size. Requests go
- * into a growing list, waited for (and freed) together. */
+/* Bulk wide-area messages (Allreduce's split exchange, Alltoall's) travel in segments of
+ * IST_WAN_SEGMENT bytes (or collectives.segment), under the MPI's eager limit: a
+ * rendezvous handshake would wait behind the data that fill a wide-area queue (measured:
+ * results/collectives/README.md). Receives are posted first and take segments in as they
+ * come; both ends must know the message's size. Requests go into a growing list, waited
+ * for (and freed) together. */
 #define IST_WAN_SEGMENT (16L << 10)
 long ist_wan_segment(void);
 struct ist_reqs {
