@@ -11,13 +11,16 @@ in the same runs (`isthmus bench coll --entries mpi,native`) on 4 clusters x 2 r
              rank, against the lower bounds of docs/collectives.md. One run of three
              timed calls per entry (a call takes seconds): the median and the range.
 
+  segments   Allreduce 1 MiB and Alltoall 64 KiB per pair on das-4x2 with wide-area
+             segments of 16 KiB (the default), 32 KiB and 4 MiB (one message), both MPIs.
+
   zero       every collective of `coll` from 8 B to 256 KiB where the WAN costs nothing:
              one-cluster.toml, and two-clusters.toml with a 0 ms, 1 Gbit/s WAN (as fast as
              its LAN) with the selector's choice (native: the WAN does not pay), and with
              the hierarchical algorithms forced (MPICH). One run each.
 
-Writes results/collectives/{latency,bandwidth,zero}.{json,png} (or into OUT_DIR).
-Usage: scripts/bench_collectives.py [latency|bandwidth|zero|all] [OUT_DIR]
+Writes results/collectives/{latency,bandwidth,zero,segments}.{json,png} (or into OUT_DIR).
+Usage: scripts/bench_collectives.py [latency|bandwidth|zero|segments|all] [OUT_DIR]
 (latency about 3 minutes, bandwidth about 12, zero about 15, on 2 cores)
 """
 
@@ -68,14 +71,17 @@ def records(
     iterations: int,
     wait: str = "auto",
     placement: str = "block",
+    sets: tuple[str, ...] = (),
+    entries: str = "mpi,native",
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """The coll records of one `isthmus bench coll` run, by (collective, entry)."""
     cmd = [
         ISTHMUS, "bench", "coll", "-p", DAS, "--set", "layer.collectives=isthmus",
         "--set", f"layer.wait={wait}", "--set", f"layer.placement={placement}",
-        "--set", f"wan.latency={latency}", "--mpi", mpi, "-o", str(out), "--",
-        "--collectives", ",".join(colls), "--min-size", str(size), "--max-size", str(size),
-        "--iterations", str(iterations), "--warmup", "1", "--entries", "mpi,native",
+        "--set", f"wan.latency={latency}", *(x for kv in sets for x in ("--set", kv)),
+        "--mpi", mpi, "-o", str(out), "--", "--collectives", ",".join(colls),
+        "--min-size", str(size), "--max-size", str(size),
+        "--iterations", str(iterations), "--warmup", "1", "--entries", entries,
     ]  # fmt: skip
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -89,8 +95,11 @@ def records(
 
 def main() -> int:
     what = sys.argv[1] if len(sys.argv) > 1 else "all"
-    if what not in ("latency", "bandwidth", "zero", "all"):
-        sys.exit(f"bench_collectives.py: expected latency, bandwidth, zero or all, got {what!r}")
+    if what not in ("latency", "bandwidth", "zero", "segments", "all"):
+        sys.exit(
+            "bench_collectives.py: expected latency, bandwidth, zero, segments or all, "
+            f"got {what!r}"
+        )
     out_dir = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "results" / "collectives"
     out_dir.mkdir(parents=True, exist_ok=True)
     if what in ("latency", "all"):
@@ -99,7 +108,55 @@ def main() -> int:
         bandwidth_bound(out_dir)
     if what in ("zero", "all"):
         zero_cost(out_dir)
+    if what in ("segments", "all"):
+        wan_segments(out_dir)
     return 0
+
+
+# Wide-area segment sizes (collectives.segment) for Allreduce's split exchange and the
+# aggregated Alltoall: 16 KiB (the default), 32 KiB (a rendezvous message for MPICH over
+# UCX) and 4 MiB (one message per pair of clusters: what both sent before segments).
+SEGMENTS = ("16KiB", "32KiB", "4MiB")
+SEGMENT_CASES = [("allreduce", 1 << 20), ("alltoall", 64 << 10)]
+
+
+def wan_segments(out_dir: Path) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for mpi in ("mpich", "openmpi"):
+            for coll, size in SEGMENT_CASES:
+                row: dict[str, Any] = {"mpi": mpi, "collective": coll, "bytes": size}
+                for seg in SEGMENTS:
+                    out = Path(tmp) / "seg.jsonl"
+                    # native once per case: the segment size is not its setting
+                    entries = "mpi,native" if seg == SEGMENTS[0] else "mpi"
+                    sets = (f"collectives.segment={seg}",)
+                    got = records(mpi, "10ms", out, (coll,), size, 3, sets=sets, entries=entries)
+                    row[f"isthmus_{seg}_s"] = got[(coll, "mpi")]["latency_median_us"] / 1e6
+                    if seg == SEGMENTS[0]:
+                        row["native_s"] = got[(coll, "native")]["latency_median_us"] / 1e6
+                rows.append(row)
+                print(
+                    f"{mpi:8} {coll:10} "
+                    + "  ".join(f"{seg} {row[f'isthmus_{seg}_s']:.3f} s" for seg in SEGMENTS)
+                    + f"  native {row['native_s']:.3f} s"
+                )
+    doc = {
+        "command": "scripts/bench_collectives.py segments",
+        "git_revision": revision(),
+        "platform": "das-4x2.toml (4 clusters x 2 ranks, 10 ms one way, 1 MB/s)",
+        "timed_calls": 3,
+        "rows": rows,
+    }
+    (out_dir / "segments.json").write_text(json.dumps(doc, indent=1) + "\n")
+    bar_chart(
+        rows,
+        [(f"isthmus, {seg} segments", [r[f"isthmus_{seg}_s"] for r in rows]) for seg in SEGMENTS]
+        + [("native", [r["native_s"] for r in rows])],
+        "median time (s)",
+        "das-4x2: wide-area segment size",
+        out_dir / "segments.png",
+    )
 
 
 ZERO_CASES = [

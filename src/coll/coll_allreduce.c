@@ -2,8 +2,8 @@
  * send their partial results to every other coordinator at once and each combines them
  * in cluster order ("direct": one wide-area latency, each partial result crosses each
  * link once), or, for large messages, reduce-scatter and allgather among themselves
- * ("split", coll_allreduce_split.c: 2M/C per link, its two phases overlapping); each
- * cluster then broadcasts the result. The model's wide-area parameters choose: L + g(M)
+ * ("split", coll_allreduce_split.c: 2M/C per link, its two phases overlapping, and the
+ * cluster stages pipelined with them); each cluster then broadcasts the result. The model's wide-area parameters choose: L + g(M)
  * against L + g(M/C) + max(g(M/C), L). A non-commutative operation keeps MPI's order when
  * every cluster's ranks are consecutive; otherwise the native allreduce runs. */
 #include <stdlib.h>
@@ -48,13 +48,13 @@ int ist_hier_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     int split = use_split(h, count, datatype);
     ist_hier_log(h, IST_COLL_ALLREDUCE, "cluster reduce, coordinators %s, cluster bcast",
                  split ? "reduce-scatter and allgather" : "exchange directly");
+    /* split pipelines the cluster's reduce and broadcast with its wide-area phases */
+    if (split) return ist_hier_leave(ist_allreduce_split(h, sendbuf, recvbuf, count, datatype, op));
     int rc;
     if (h->local_rank[h->rank] == 0) {
         rc = MPI_Reduce(sendbuf == MPI_IN_PLACE ? MPI_IN_PLACE : sendbuf, recvbuf, count, datatype,
                         op, 0, h->local);
-        if (rc == MPI_SUCCESS)
-            rc = split ? ist_allreduce_split(h, recvbuf, count, datatype, op)
-                       : exchange(h, recvbuf, count, datatype, op);
+        if (rc == MPI_SUCCESS) rc = exchange(h, recvbuf, count, datatype, op);
     } else {
         rc = MPI_Reduce(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, NULL, count, datatype, op, 0,
                         h->local);

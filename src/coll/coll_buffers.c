@@ -108,7 +108,7 @@ int ist_h_waitall(int n, MPI_Request *reqs)
 
 long ist_wan_segment(void) { return ist_hier_forced_segment() > 0 ? ist_hier_forced_segment() : IST_WAN_SEGMENT; }
 
-static MPI_Request *reqs_next(struct ist_reqs *q)
+MPI_Request *ist_reqs_next(struct ist_reqs *q)
 {
     if (q->n == q->cap) {
         q->cap = q->cap ? 2 * q->cap : 16;
@@ -125,8 +125,8 @@ static int segments_do(const struct ist_hier *h, char *buf, long bytes, int peer
     int rc = MPI_SUCCESS;
     do {
         long len = bytes - off < seg ? bytes - off : seg;
-        rc = send ? ist_h_isend(h, buf + off, len, peer, tag, reqs_next(q))
-                  : ist_h_irecv(h, buf + off, len, peer, tag, reqs_next(q));
+        rc = send ? ist_h_isend(h, buf + off, len, peer, tag, ist_reqs_next(q))
+                  : ist_h_irecv(h, buf + off, len, peer, tag, ist_reqs_next(q));
         off += len;
     } while (rc == MPI_SUCCESS && off < bytes);
     return rc;

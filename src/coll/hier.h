@@ -109,8 +109,9 @@ void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt
 extern _Thread_local long ist_wan_bytes, ist_wan_messages, ist_wan_calls;
 void ist_hier_note_wan(const struct ist_hier *h, int dest, long bytes, long messages);
 
-/* The large-message exchange of Allreduce between coordinators (coll_allreduce_split.c). */
-int ist_allreduce_split(struct ist_hier *h, void *recvbuf, int count, MPI_Datatype type, MPI_Op op);
+/* Allreduce for large messages, on every rank of the communicator (coll_allreduce_split.c). */
+int ist_allreduce_split(struct ist_hier *h, const void *sendbuf, void *recvbuf, int count,
+                        MPI_Datatype type, MPI_Op op);
 
 /* ---- buffers (coll_buffers.c) ------------------------------------------------------ */
 
@@ -156,6 +157,8 @@ int ist_h_isend_segments(const struct ist_hier *h, const void *buf, long bytes, 
                          struct ist_reqs *q);
 int ist_h_irecv_segments(const struct ist_hier *h, void *buf, long bytes, int source, int tag,
                          struct ist_reqs *q);
+/* The next free request of q. */
+MPI_Request *ist_reqs_next(struct ist_reqs *q);
 /* Wait for every request in q and free the list. */
 int ist_reqs_wait(struct ist_reqs *q);
 int ist_h_recv_any_size(const struct ist_hier *h, int source, int tag, char **buf, long *bytes);

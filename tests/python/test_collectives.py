@@ -48,9 +48,9 @@ def test_two_clusters_match_native(
 @pytest.mark.parametrize(
     ("mpi", "sets"),
     [
-        # 4 clusters of 2 with small broadcast segments, Allreduce's large-message
-        # exchange and the all-to-alls' direct algorithm forced; uneven clusters (3, 1,
-        # 2, 2) placed round-robin
+        # 4 clusters of 2 with small segments (broadcast, Allreduce's split exchange in
+        # pieces of 4), Allreduce's split and the all-to-alls' direct algorithm forced;
+        # uneven clusters (3, 1, 2, 2) placed round-robin, Allreduce's split too
         (
             "mpich",
             (
@@ -66,6 +66,8 @@ def test_two_clusters_match_native(
         (
             "openmpi",
             (
+                *("--set", "collectives.segment=1000B"),
+                *("--set", "collectives.algorithm.allreduce=split"),
                 "--set",
                 "clusters.ams.hosts=3",
                 "--set",
