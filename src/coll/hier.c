@@ -1,6 +1,7 @@
 /* The selector and the per-communicator hierarchy cache of the WAN-aware collectives. */
 #include "hier.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +25,16 @@ static int log_choices;
 static struct ist_plogp model;
 static int model_loaded;
 static int keyval = MPI_KEYVAL_INVALID;
-static int entered_depth;
+static _Thread_local int entered_depth;
 /* Whether wide-area messages cost enough more than local ones for the hierarchy to pay
  * (from the model, at MPI_Init): otherwise the native collectives run. */
 static int wan_pays;
 
-/* Every live hierarchy, so that MPI_Finalize can free the ones still attached. */
+/* Every live hierarchy, so that MPI_Finalize can free the ones still attached. Under
+ * MPI_THREAD_MULTIPLE threads run collectives on different communicators at once (on one
+ * communicator they must not, MPI's rule): the list is guarded by a mutex, never held
+ * across a collective call (building a hierarchy is one: threads on other ranks could be
+ * waiting for the lock in the opposite order). */
 struct cached {
     MPI_Comm user;
     struct ist_hier *h;
@@ -37,6 +42,8 @@ struct cached {
     char logged[IST_COLL_COUNT][96];
 };
 static struct cached *live;
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static int delete_hier(MPI_Comm comm, int kv, void *value, void *extra);
 
 static int coll_index(const char *name, size_t len)
 {
@@ -130,18 +137,10 @@ static int hierarchy_pays(const struct ist_plogp *m)
            ist_plogp_at(&m->wan, m->wan.g, mib) >= 2 * ist_plogp_at(&m->lan, m->lan.g, mib);
 }
 
-void ist_hier_init(int provided)
+void ist_hier_init(void)
 {
     const char *mode = getenv("ISTHMUS_COLL");
     ist_hier_enabled = mode && strcmp(mode, "isthmus") == 0;
-    if (ist_hier_enabled && provided == MPI_THREAD_MULTIPLE) {
-        /* The cache is built inside collectives; concurrent threads would race on it. */
-        if (ist_world_rank() == 0)
-            fprintf(stderr, "isthmus: MPI_THREAD_MULTIPLE: WAN-aware collectives are off (mpi4py "
-                            "asks for it by default: MPI4PY_RC_THREAD_LEVEL=serialized if "
-                            "the program calls MPI from one thread at a time)\n");
-        ist_hier_enabled = 0;
-    }
     parse_list("ISTHMUS_COLL_DISABLE", disable_one);
     parse_list("ISTHMUS_COLL_ALGORITHM", force_one);
     const char *seg = getenv("ISTHMUS_COLL_SEGMENT");
@@ -149,6 +148,7 @@ void ist_hier_init(int provided)
     const char *log = getenv("ISTHMUS_COLL_LOG");
     log_choices = log && *log && strcmp(log, "0") != 0;
     if (ist_hier_enabled) {
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_hier, &keyval, NULL);
         load_model();
         wan_pays = hierarchy_pays(&model);
         if (!wan_pays && log_choices && ist_world_rank() == 0)
@@ -177,6 +177,7 @@ static int delete_hier(MPI_Comm comm, int kv, void *value, void *extra)
     (void)comm;
     (void)kv;
     (void)extra;
+    pthread_mutex_lock(&live_lock);
     for (struct cached **p = &live; *p; p = &(*p)->next)
         if ((*p)->h == value) {
             struct cached *dead = *p;
@@ -184,6 +185,7 @@ static int delete_hier(MPI_Comm comm, int kv, void *value, void *extra)
             free(dead);
             break;
         }
+    pthread_mutex_unlock(&live_lock);
     free_hier(value);
     return MPI_SUCCESS;
 }
@@ -252,18 +254,18 @@ static struct ist_hier *build(MPI_Comm comm)
 
 static struct ist_hier *lookup(MPI_Comm comm)
 {
-    if (keyval == MPI_KEYVAL_INVALID)
-        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_hier, &keyval, NULL);
     struct ist_hier *h = NULL;
     int found = 0;
     PMPI_Comm_get_attr(comm, keyval, &h, &found);
     if (found) return h;
-    h = build(comm);
+    h = build(comm); /* collective over comm: outside the lock */
     struct cached *c = calloc(1, sizeof *c);
     c->user = comm;
     c->h = h;
+    pthread_mutex_lock(&live_lock);
     c->next = live;
     live = c;
+    pthread_mutex_unlock(&live_lock);
     PMPI_Comm_set_attr(comm, keyval, h);
     return h;
 }
@@ -299,11 +301,15 @@ void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    int seen = 0;
+    pthread_mutex_lock(&live_lock);
     for (struct cached *c = live; c; c = c->next)
         if (c->h == h) {
-            if (strcmp(c->logged[id], text) == 0) return;
+            seen = strcmp(c->logged[id], text) == 0;
             snprintf(c->logged[id], sizeof c->logged[id], "%s", text);
         }
+    pthread_mutex_unlock(&live_lock);
+    if (seen) return;
     fprintf(stderr, "isthmus: %s on %d ranks in %d clusters: %s\n", coll_names[id], h->size,
             h->nclusters, text);
 }

@@ -87,7 +87,7 @@ struct ist_hier {
 extern int ist_hier_enabled;
 extern _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
 
-void ist_hier_init(int provided_thread_level);
+void ist_hier_init(void);
 void ist_hier_finalize(void);
 
 /* The hierarchy of comm for collective `id`, or NULL when the native collective should

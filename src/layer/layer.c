@@ -40,7 +40,7 @@ void ist_layer_init(int provided)
     run_start = ist_clock_now();
     PMPI_Comm_dup(MPI_COMM_WORLD, &layer_comm);
     ist_topology_init(layer_comm);
-    ist_hier_init(provided);
+    ist_hier_init();
     const char *path = getenv("ISTHMUS_PROFILE");
     if (path && *path) {
         if (ist_profiler_init(ist_world_size(), provided == MPI_THREAD_MULTIPLE) == 0) {

@@ -2,6 +2,8 @@
 #include "topology.h"
 
 #include <fnmatch.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +22,17 @@ static char (*rank_host)[IST_NAME_MAX];
 
 static struct ist_comm_info world_info;
 static int comm_keyval = MPI_KEYVAL_INVALID;
-/* One-entry cache in front of the attribute lookup: most programs talk on one
- * communicator at a time. Cleared when that communicator is freed. */
-static MPI_Comm last_comm = MPI_COMM_NULL;
-static const struct ist_comm_info *last_info;
+/* A one-entry cache per thread in front of the attribute lookup: most programs talk on
+ * one communicator at a time. It holds while no communicator's entry has been freed since
+ * (a freed handle may come back as a new communicator): `generation` counts the frees.
+ * Under MPI_THREAD_MULTIPLE two threads may meet a new communicator at once (sending on
+ * it is legal from both): the lookup and insertion run under a mutex. */
+static _Thread_local MPI_Comm last_comm = MPI_COMM_NULL;
+static _Thread_local const struct ist_comm_info *last_info;
+static _Thread_local unsigned long last_generation;
+static atomic_ulong generation;
+static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
+static int delete_info(MPI_Comm comm, int keyval, void *value, void *extra);
 
 static void copy_name(char dst[IST_NAME_MAX], const char *src)
 {
@@ -105,6 +114,7 @@ int ist_topology_init(MPI_Comm world_dup)
 {
     PMPI_Comm_size(world_dup, &world_size);
     PMPI_Comm_rank(world_dup, &world_rank);
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &comm_keyval, NULL);
 
     struct rank_identity me;
     memset(&me, 0, sizeof me);
@@ -153,12 +163,10 @@ static void free_info(struct ist_comm_info *info)
 
 static int delete_info(MPI_Comm comm, int keyval, void *value, void *extra)
 {
+    (void)comm;
     (void)keyval;
     (void)extra;
-    if (comm == last_comm) {
-        last_comm = MPI_COMM_NULL;
-        last_info = NULL;
-    }
+    atomic_fetch_add(&generation, 1);
     free_info(value);
     return MPI_SUCCESS;
 }
@@ -221,17 +229,19 @@ static struct ist_comm_info *make_info(MPI_Comm comm)
 const struct ist_comm_info *ist_comm_info(MPI_Comm comm)
 {
     if (comm == MPI_COMM_WORLD) return &world_info;
-    if (comm == last_comm) return last_info;
-    if (comm_keyval == MPI_KEYVAL_INVALID)
-        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &comm_keyval, NULL);
+    unsigned long gen = atomic_load(&generation);
+    if (comm == last_comm && gen == last_generation) return last_info;
     struct ist_comm_info *info = NULL;
     int found = 0;
+    pthread_mutex_lock(&info_lock);
     PMPI_Comm_get_attr(comm, comm_keyval, &info, &found);
     if (!found) {
         info = make_info(comm);
         PMPI_Comm_set_attr(comm, comm_keyval, info);
     }
+    pthread_mutex_unlock(&info_lock);
     last_comm = comm;
     last_info = info;
+    last_generation = gen;
     return info;
 }

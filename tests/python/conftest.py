@@ -33,6 +33,7 @@ HELPERS = {
     "sleeper": "sleeper.c",
     "edge_cases": "edge_cases.c",
     "coll_check": "coll_check.c",
+    "coll_threads": "coll_threads.c",
     "rtt_gate": "rtt_gate.c",
 }
 
