@@ -48,6 +48,8 @@ def _link_text(m: platform_mod.LinkModel) -> str:
             f"loss {m.loss:g}" + (f" (bursts of {m.loss_burst:g})" if m.loss_burst > 1 else "")
         )
     parts.append(f"queue {format_size(m.queue)}")
+    if m.mtu is not None:
+        parts.append(f"MTU {m.mtu} B")
     return ", ".join(parts)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from . import atomic, paths
 from .errors import UserError
-from .platform import LinkModel, Platform, parse_link
+from .platform import MTU_RANGE, LinkModel, Platform, parse_link
 
 NETWORK = "198.18.0.0/15"
 PREFIX_LEN = 15
@@ -313,8 +313,8 @@ def up(
     """Create the namespaces, start the router, configure the addresses."""
     check_name(name)
     require_privileges()
-    if not 1280 <= mtu <= 65535:
-        raise UserError(f"--mtu {mtu}: expected 1280 to 65535")
+    if not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
+        raise UserError(f"--mtu {mtu}: expected {MTU_RANGE[0]} to {MTU_RANGE[1]}")
     p = plan(platform)
     clash = _existing_namespaces(name)
     if clash or state_dir(name).exists():
@@ -337,6 +337,7 @@ def up(
             ns = netns_name(name, h.name)
             _ip("-n", ns, "addr", "add", f"{h.address}/{PREFIX_LEN}", "dev", DEVICE)
             _ip("-n", ns, "link", "set", DEVICE, "mtu", str(mtu), "up")
+        _path_mtu_routes(p, name, mtu)
         st = NetworkState(
             name,
             str(platform.path),
@@ -353,6 +354,35 @@ def up(
     except BaseException:
         down(name)
         raise
+
+
+def path_mtus(p: NetworkPlan, device_mtu: int) -> dict[tuple[int, int], int]:
+    """(src host, dst host) -> the smallest link MTU on the route, where it is below the
+    devices' own."""
+    out = {}
+    for pair, hops in p.routes.items():
+        mtus = [m for k in hops if (m := p.links[k].model.mtu) is not None]
+        if mtus and min(mtus) < device_mtu:
+            out[pair] = min(mtus)
+    return out
+
+
+def _path_mtu_routes(p: NetworkPlan, name: str, device_mtu: int) -> None:
+    """A host route with a locked MTU to every host whose route crosses a link of smaller
+    MTU, so that the sending kernel cuts its packets (and TCP its segments) to that size,
+    as a real network of such links would make it (the router carries what it gets)."""
+    by_src: dict[int, list[str]] = {}
+    for (i, j), m in sorted(path_mtus(p, device_mtu).items()):
+        by_src.setdefault(i, []).append(
+            f"route add {p.hosts[j].address}/32 dev {DEVICE} mtu lock {m}\n"
+        )
+    for i, cmds in by_src.items():
+        ns = netns_name(name, p.hosts[i].name)
+        done = subprocess.run(
+            ["ip", "-n", ns, "-batch", "-"], input="".join(cmds), capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise UserError(f"ip -n {ns} route add ... mtu lock: {done.stderr.strip() or 'failed'}")
 
 
 def _die_with_parent() -> None:

@@ -20,7 +20,10 @@ JITTER_DISTRIBUTIONS = ("uniform", "normal")
 COLLECTIVES_MODES = ("native", "isthmus")
 WAIT_MODES = ("auto", "spin", "sleep")
 PLACEMENTS = ("block", "round-robin")
-LINK_KEYS = ("latency", "bandwidth", "jitter", "jitter_distribution", "loss", "loss_burst", "queue")
+LINK_KEYS = (
+    "latency", "bandwidth", "jitter", "jitter_distribution", "loss", "loss_burst", "queue", "mtu",
+)  # fmt: skip
+MTU_RANGE = (1280, 65535)  # what the emulated devices take (isthmus net up --mtu)
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,9 @@ class LinkModel:
     loss: float = 0.0  # probability that a packet is lost
     loss_burst: float = 1.0  # mean length of a loss burst (1: independent losses)
     queue: int = 1 << 20  # drop-tail queue, bytes
+    # Largest packet on the link, bytes; None: the emulated devices' MTU. Hosts send
+    # packets no larger than the smallest MTU on their route (net.py).
+    mtu: int | None = None
 
 
 @dataclass(frozen=True)
@@ -273,7 +279,18 @@ class _Reader:
             loss=self.number(t, key, "loss", base.loss, 0.0, 1.0),
             loss_burst=self.number(t, key, "loss_burst", base.loss_burst, 1.0, 1e9),
             queue=self.unit(t, key, "queue", parse_size, base.queue),
+            mtu=self.mtu(t, key, base.mtu),
         )
+
+    def mtu(self, t: dict[str, Any], key: str, default: int | None) -> int | None:
+        if "mtu" not in t:
+            return default
+        value: int = self.unit(t, key, "mtu", parse_size, 0)
+        if not MTU_RANGE[0] <= value <= MTU_RANGE[1]:
+            raise self.fail(
+                f"{key}.mtu", f"expected {MTU_RANGE[0]} to {MTU_RANGE[1]} bytes, got {t['mtu']!r}"
+            )
+        return value
 
 
 def parse_link(values: dict[str, Any], source: str) -> LinkModel:

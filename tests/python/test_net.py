@@ -328,6 +328,35 @@ def test_jitter_spreads_rtt_without_reordering(isthmus: Run) -> None:
         assert 9_500 <= r["median_us"] <= 11_000, r
 
 
+def test_link_mtu_sizes_the_packets_that_cross_it(isthmus: Run) -> None:
+    """wan.mtu = 1500: hosts reach the other cluster through routes whose MTU is locked at
+    1500 (their own cluster keeps the device's), and a TCP stream across the WAN arrives
+    at the router in packets of at most 1500 bytes."""
+    with network(TWO_CLUSTERS, "wan.mtu=1500") as name, probe_server(name, "west0"):
+        ns = net.netns_name(name, "east0")
+
+        def route(address: str) -> str:
+            return subprocess.run(
+                ["ip", "-n", ns, "route", "get", address],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+
+        assert "mtu lock 1500" in route("198.18.2.1") and "mtu lock 1500" in route("198.18.2.2")
+        assert "mtu" not in route("198.18.1.2")  # the same cluster: the device's MTU
+        s = probe(name, "east0", "stream", "198.18.2.1", "--seconds", "1")
+        assert s["goodput_bps"] > 1e6
+        done = isthmus("net", "status", "--name", name, "--json")
+        link = {lk["name"]: lk for lk in json.loads(done.stdout)["links"]}["wan:east->west"]
+        assert link["packets"] > 100 and link["bytes"] / link["packets"] <= 1500, link
+    done = isthmus("platform", "check", TWO_CLUSTERS, "--set", "wan.mtu=9KB")
+    assert done.returncode == 0, done.stderr
+    done = isthmus("platform", "check", TWO_CLUSTERS, "--set", "wan.mtu=1000")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "wan.mtu: expected 1280 to 65535 bytes" in done.stderr
+
+
 def test_gilbert_elliott_losses_come_in_bursts(isthmus: Run) -> None:
     """Mean loss 5% with bursts of 8 on average: about the same number of losses as
     Bernoulli loss, but in long runs (Bernoulli at 5% almost never loses 5 in a row)."""
