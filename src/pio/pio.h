@@ -40,7 +40,7 @@ enum pio_strategy {
     PIO_FIRST_IOS,      /* in file-offset order */
     PIO_RANDOM_IOS,     /* a random server (client) with pieces left, seeded */
     PIO_HASH_IOS,       /* at step j, client i sends to server (i + j) mod N */
-    PIO_WINDOW_IOS,     /* hash-IOS order with two pieces in flight to different servers */
+    PIO_WINDOW_IOS,     /* hash-IOS order with a window of pieces in flight (docs/pio.md) */
     PIO_STRATEGIES
 };
 
@@ -54,6 +54,10 @@ struct pio_options {
     int64_t block;            /* ISTHMUS_PIO_BLOCK, the schedule block b; default the stripe */
     double timeout;           /* ISTHMUS_PIO_TIMEOUT, seconds a server may stay silent; 30 */
     unsigned seed;            /* random-IOS; ISTHMUS_PIO_SEED; default 1 */
+    int64_t window;           /* window-IOS: bytes in flight per client (writes) and per server
+                                 (reads); ISTHMUS_PIO_WINDOW, which isthmus run sets to the
+                                 bandwidth-delay product between clients and servers; default
+                                 0: two pieces */
 };
 
 typedef struct pio_ctx pio_ctx;

@@ -124,8 +124,9 @@ static int configure(struct pio_ctx *c, const struct pio_options *o)
     if (strlen(dir) + 64 >= sizeof c->directory)
         return pio_fail(PIO_EINVAL, "pio: directory %.64s...: too long", dir);
     strcpy(c->directory, dir);
-    int64_t stripe, block, timeout, seed;
+    int64_t stripe, block, timeout, seed, window;
     if ((rc = setting(o->stripe, "ISTHMUS_PIO_STRIPE", 1, 1 << 30, 65536, &stripe)) ||
+        (rc = setting(o->window, "ISTHMUS_PIO_WINDOW", 0, 1LL << 40, 0, &window)) ||
         (rc = setting(o->block, "ISTHMUS_PIO_BLOCK", 1, 1 << 30, stripe, &block)) ||
         (rc = setting(o->timeout > 0, "ISTHMUS_PIO_TIMEOUT", 1, 86400, 20, &timeout)) ||
         (rc = setting(o->seed, "ISTHMUS_PIO_SEED", 0, 0xffffffffLL, 1, &seed)))
@@ -135,6 +136,7 @@ static int configure(struct pio_ctx *c, const struct pio_options *o)
     c->stripe = stripe;
     c->timeout = o->timeout > 0 ? o->timeout : (double)timeout;
     c->seed = (unsigned)seed;
+    c->window = window;
     int strategy = o->strategy ? o->strategy : PIO_HASH_IOS;
     const char *s = getenv("ISTHMUS_PIO_STRATEGY");
     if (!o->strategy && s && *s && (strategy = pio_strategy_parse(s)) < 0)
@@ -510,8 +512,6 @@ static int send_chunk(struct pio_file *f, const struct pio_schedule *sc, const s
     return PIO_OK;
 }
 
-#define MAX_WINDOW 2
-
 long pio_test_hook(const char *var, int index)
 {
     const char *v = getenv(var);
@@ -520,31 +520,41 @@ long pio_test_hook(const char *var, int index)
     return who >= 0 && who == index && *end == ':' ? strtol(end + 1, NULL, 10) : -1;
 }
 
+/* The paper's strategies have one piece in flight: the next leaves when the server has
+ * acknowledged the last. window-IOS keeps up to pio_window_pieces() in flight, in hash-IOS's
+ * order, at most its share (window / servers, rounded up) to any one server, so that the
+ * pieces in flight are spread over the servers and the acknowledgement round trips overlap
+ * with transfers. */
 static int write_planned(struct pio_file *f, const struct pio_extents *lists, const char *data)
 {
     struct pio_ctx *c = f->ctx;
     struct pio_schedule sc;
     int rc = pio_schedule_build(lists, c->nservers, c->block, c->strategy, c->client_index, c->seed, &sc);
     if (rc) return rc;
-    int window = c->strategy == PIO_WINDOW_IOS ? MAX_WINDOW : 1, busy = 0;
-    struct slot slot[MAX_WINDOW] = {0};
-    MPI_Request send[MAX_WINDOW], reply[MAX_WINDOW];
-    int who[MAX_WINDOW];
-    for (int i = 0; i < MAX_WINDOW; i++) send[i] = reply[i] = MPI_REQUEST_NULL;
+    int window = c->strategy == PIO_WINDOW_IOS ? pio_window_pieces(c->window, c->block) : 1, busy = 0;
+    int per_server = (window + c->nservers - 1) / c->nservers;
+    struct slot *slot = calloc((size_t)window, sizeof *slot);
+    MPI_Request *send = malloc(2 * (size_t)window * sizeof *send), *reply = send + window;
+    int *who = malloc((size_t)window * sizeof *who), *to = calloc((size_t)c->nservers, sizeof *to);
+    if (!slot || !send || !who || !to) {
+        free(slot), free(send), free(who), free(to);
+        pio_schedule_free(&sc);
+        return pio_fail(PIO_EINVAL, "pio: out of memory");
+    }
+    for (int i = 0; i < window; i++) send[i] = reply[i] = MPI_REQUEST_NULL;
     long fatal = pio_test_hook("ISTHMUS_PIO_TEST_DIE_AFTER", c->client_index);
     int k = 0;
     while (k < sc.nchunks || busy > 0) {
-        /* Send the next chunk if a slot is free and no chunk to its server is in flight. */
-        int free_slot = -1, server_busy = 0;
-        for (int i = 0; i < window; i++) {
-            if (reply[i] == MPI_REQUEST_NULL) free_slot = free_slot < 0 ? i : free_slot;
-            else if (k < sc.nchunks && slot[i].server == sc.chunk[k].server) server_busy = 1;
-        }
-        if (!rc && k < sc.nchunks && free_slot >= 0 && !server_busy) {
+        /* Send the next chunk if a slot is free and its server has less than its share. */
+        int free_slot = -1;
+        for (int i = 0; i < window && free_slot < 0; i++)
+            if (reply[i] == MPI_REQUEST_NULL) free_slot = i;
+        if (!rc && k < sc.nchunks && free_slot >= 0 && to[sc.chunk[k].server] < per_server) {
             if (fatal >= 0 && k == fatal) raise(SIGKILL); /* the fault test's dying client */
             rc = send_chunk(f, &sc, &sc.chunk[k], data, &slot[free_slot], &send[free_slot], &reply[free_slot]);
             if (rc) break;
             who[free_slot] = sc.chunk[k].server;
+            to[who[free_slot]]++;
             busy++;
             k++;
             continue;
@@ -554,16 +564,18 @@ static int write_planned(struct pio_file *f, const struct pio_extents *lists, co
         MPI_Status st;
         int wrc = wait_any(c, window, reply, who, &i, &st);
         if (wrc) {
-            abandon(send, MAX_WINDOW);
-            abandon(reply, MAX_WINDOW);
+            abandon(send, 2 * window);
             pio_schedule_free(&sc); /* the slots' buffers stay: MPI may still use them */
+            free(send), free(who), free(to);
             return wrc;
         }
         MPI_Wait(&send[i], MPI_STATUS_IGNORE); /* the server has the whole message */
         busy--;
+        to[who[i]]--;
         if (!rc && slot[i].reply.status) rc = reply_error(c, &slot[i].reply, slot[i].server, "writing", f->name);
     }
-    for (int i = 0; i < MAX_WINDOW; i++) free(slot[i].buf);
+    for (int i = 0; i < window; i++) free(slot[i].buf);
+    free(slot), free(send), free(who), free(to);
     pio_schedule_free(&sc);
     return rc;
 }
@@ -622,75 +634,94 @@ static void scatter(const struct pio_extents *x, int64_t off, const char *src, i
 }
 
 /* Every server gets its part of the request at once and decides the order of its pieces;
- * the client keeps a receive posted for each server that still owes it data, so that the
- * servers' sends (rendezvous ones from MPI's eager limit on) proceed side by side. */
+ * the client keeps receives posted for each server that still owes it data (one, or with
+ * window-IOS this client's share of the server's window), so that the servers' sends
+ * (rendezvous ones from MPI's eager limit on) proceed side by side. */
 static int read_planned(struct pio_file *f, const struct pio_extents *lists, char *buf)
 {
     struct pio_ctx *c = f->ctx;
     int n = c->nservers, rc = PIO_OK;
+    int window = c->strategy == PIO_WINDOW_IOS ? pio_window_pieces(c->window, c->block) : 1;
+    int per = (window + c->nclients - 1) / c->nclients; /* receives per server */
     uint64_t id = ++c->next_request;
-    char **req = calloc((size_t)n, sizeof *req), **in = calloc((size_t)n, sizeof *in);
-    MPI_Request *sends = malloc((size_t)n * sizeof *sends), *recvs = malloc((size_t)n * sizeof *recvs);
+    char **req = calloc((size_t)n, sizeof *req), **in = calloc((size_t)(n * per), sizeof *in);
+    MPI_Request *sends = malloc((size_t)n * sizeof *sends), *recvs = malloc((size_t)(n * per) * sizeof *recvs);
     int64_t *left = calloc((size_t)n, sizeof *left);
-    int *who = malloc((size_t)n * sizeof *who);
+    int *who = malloc((size_t)(n * per) * sizeof *who), *posted = calloc((size_t)n, sizeof *posted);
     size_t cap = sizeof(struct pio_msg) + (size_t)c->block;
-    if (!req || !in || !sends || !recvs || !left || !who) {
+    if (!req || !in || !sends || !recvs || !left || !who || !posted) {
         rc = pio_fail(PIO_EINVAL, "pio: out of memory");
         goto out;
     }
+    for (int j = 0; j < n * per; j++) {
+        recvs[j] = MPI_REQUEST_NULL;
+        who[j] = j / per;
+    }
+    for (int s = 0; s < n; s++) sends[s] = MPI_REQUEST_NULL;
     for (int s = 0; s < n; s++) {
-        sends[s] = recvs[s] = MPI_REQUEST_NULL;
-        who[s] = s;
         if (lists[s].bytes == 0) continue;
         size_t size = sizeof(struct pio_msg) + (size_t)lists[s].n * sizeof(struct pio_wire_extent);
-        if (!(req[s] = malloc(size)) || !(in[s] = malloc(cap))) {
+        if (!(req[s] = malloc(size))) {
             rc = pio_fail(PIO_EINVAL, "pio: out of memory");
             break;
         }
         struct pio_msg m = {.op = PIO_OP_READ, .file = f->id, .n = lists[s].n, .client = c->client_index,
-                            .strategy = c->strategy, .block = c->block, .id = id, .b = lists[s].bytes};
+                            .strategy = c->strategy, .window = window, .block = c->block, .id = id,
+                            .b = lists[s].bytes};
         memcpy(req[s], &m, sizeof m);
         struct pio_wire_extent *w = (struct pio_wire_extent *)(req[s] + sizeof m);
         for (int i = 0; i < lists[s].n; i++) w[i] = (struct pio_wire_extent){lists[s].e[i].local, lists[s].e[i].len};
-        MPI_Irecv(in[s], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[s]);
-        MPI_Isend(req[s], (int)size, MPI_BYTE, c->servers[s], PIO_TAG_REQUEST, c->comm, &sends[s]);
         left[s] = lists[s].bytes;
+        /* a piece is b bytes but for each server's last: ceil(left / b) more are to come */
+        for (int r = 0; r < per && rc == PIO_OK && r < (left[s] + c->block - 1) / c->block; r++) {
+            if (!(in[s * per + r] = malloc(cap))) {
+                rc = pio_fail(PIO_EINVAL, "pio: out of memory");
+                break;
+            }
+            MPI_Irecv(in[s * per + r], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[s * per + r]);
+            posted[s]++;
+        }
+        if (rc) break;
+        MPI_Isend(req[s], (int)size, MPI_BYTE, c->servers[s], PIO_TAG_REQUEST, c->comm, &sends[s]);
     }
     for (;;) {
-        int s;
+        int j;
         MPI_Status st;
-        if (rc || (rc = wait_any(c, n, recvs, who, &s, &st)) || s == MPI_UNDEFINED) break;
+        if (rc || (rc = wait_any(c, n * per, recvs, who, &j, &st)) || j == MPI_UNDEFINED) break;
+        int s = who[j];
         struct pio_msg m;
-        memcpy(&m, in[s], sizeof m);
+        memcpy(&m, in[j], sizeof m);
+        posted[s]--;
         if (m.id == id && m.status) {
             rc = reply_error(c, &m, s, "reading", f->name);
             break;
         }
         if (m.id == id) { /* else a late answer to a read that failed earlier */
-            scatter(&lists[s], m.a, in[s] + sizeof m, m.b, buf);
+            scatter(&lists[s], m.a, in[j] + sizeof m, m.b, buf);
             left[s] -= m.b;
         }
-        if (left[s] > 0) MPI_Irecv(in[s], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[s]);
+        if (posted[s] < (left[s] + c->block - 1) / c->block) {
+            MPI_Irecv(in[j], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[j]);
+            posted[s]++;
+        }
     }
     if (rc && sends && recvs) { /* the buffers stay: MPI may still use them */
         abandon(sends, n);
-        abandon(recvs, n);
-        free(sends), free(recvs), free(left), free(who);
+        abandon(recvs, n * per);
+        free(sends), free(recvs), free(left), free(who), free(posted);
         return rc;
     }
-    for (int s = 0; s < n && sends && recvs; s++) {
-        if (recvs[s] != MPI_REQUEST_NULL) { /* a server that owed nothing more */
-            MPI_Cancel(&recvs[s]);
-            MPI_Wait(&recvs[s], MPI_STATUS_IGNORE);
+    for (int j = 0; j < n * per && recvs; j++)
+        if (recvs[j] != MPI_REQUEST_NULL) { /* a server that owed nothing more */
+            MPI_Cancel(&recvs[j]);
+            MPI_Wait(&recvs[j], MPI_STATUS_IGNORE);
         }
+    for (int s = 0; s < n && sends; s++)
         if (sends[s] != MPI_REQUEST_NULL) MPI_Wait(&sends[s], MPI_STATUS_IGNORE);
-    }
 out:
-    for (int s = 0; s < n; s++) {
-        if (req) free(req[s]);
-        if (in) free(in[s]);
-    }
-    free(req), free(in), free(sends), free(recvs), free(left), free(who);
+    for (int s = 0; s < n && req; s++) free(req[s]);
+    for (int j = 0; j < n * per && in; j++) free(in[j]);
+    free(req), free(in), free(sends), free(recvs), free(left), free(who), free(posted);
     return rc;
 }
 

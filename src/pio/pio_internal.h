@@ -57,6 +57,10 @@ struct pio_schedule {
 int pio_schedule_build(const struct pio_extents *lists, int nservers, int64_t block, int strategy,
                        int client, unsigned seed, struct pio_schedule *out);
 void pio_schedule_free(struct pio_schedule *s);
+/* window-IOS: pieces of `block` bytes in flight for a window of `window` bytes: enough to
+ * cover it, at least 2 (one travelling while the other is written), at most PIO_MAX_WINDOW. */
+#define PIO_MAX_WINDOW 64
+int pio_window_pieces(int64_t window, int64_t block);
 /* xorshift32 step, for random-IOS on both sides (never returns 0 from a nonzero state). */
 unsigned pio_random(unsigned *state);
 
@@ -74,6 +78,7 @@ struct pio_ctx {
     int client_index; /* this rank's, or -1 */
     char directory[4096];
     int64_t stripe, block;
+    int64_t window; /* window-IOS's bytes in flight (0: two pieces) */
     int strategy;
     double timeout;
     unsigned seed;
@@ -109,7 +114,7 @@ enum {
 struct pio_msg {
     int32_t op, file, n, status;
     int32_t strategy, flags; /* flags: open flags; in a reply, the errno of a failure */
-    int32_t client, pad;     /* client: the sender's client index (READ) */
+    int32_t client, window;  /* READ: the sender's client index, and window-IOS's pieces in flight */
     int64_t block, a, b;
     uint64_t id; /* READ: the request's id, echoed in its DATA messages */
 };

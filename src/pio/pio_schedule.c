@@ -4,7 +4,8 @@
  *   random-IOS  a random server with chunks left, then its next chunk (seeded: reproducible);
  *   hash-IOS    at step j, client i sends to server (i + j) mod N if it has a chunk left
  *               (the paper's Latin-square rotation: no two clients on one server at a step);
- *   window-IOS  hash-IOS's order; the client keeps two chunks in flight (pio_client.c).
+ *   window-IOS  hash-IOS's order; the client keeps a window of chunks in flight, spread
+ *               over the servers (pio_client.c).
  * Servers order the chunks of reads among clients the same way (pio_server.c). */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,12 @@ unsigned pio_random(unsigned *state)
     x ^= x >> 17;
     x ^= x << 5;
     return *state = x;
+}
+
+int pio_window_pieces(int64_t window, int64_t block)
+{
+    int64_t n = block > 0 ? (window + block - 1) / block : 2;
+    return n < 2 ? 2 : n > PIO_MAX_WINDOW ? PIO_MAX_WINDOW : (int)n;
 }
 
 void pio_schedule_free(struct pio_schedule *s)

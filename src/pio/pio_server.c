@@ -6,7 +6,8 @@
  *   first-IOS   the request that arrived first is served to its end first;
  *   random-IOS  a random pending request (seeded by server);
  *   hash-IOS    at step j, server s serves client (s + j) mod n_clients if it waits;
- *   window-IOS  hash-IOS's order, two pieces in flight to different clients.
+ *   window-IOS  hash-IOS's order with the request's window of pieces in flight, at most
+ *               a client's share (window / clients, rounded up) to any one client.
  * Server 0 also keeps each file's layout in DIR/server-0/NAME.pio-meta. */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,15 +21,13 @@
 
 #include "pio_internal.h"
 
-#define MAX_WINDOW 2
-
 struct open_file {
     int id, fd;
 };
 
 struct read_request {
     int client, rank, fd, n, next;
-    int strategy;
+    int strategy, window;
     int64_t block, stream, within; /* stream: bytes served so far; within: into extent `next` */
     uint64_t id;
     struct pio_wire_extent *e;
@@ -47,7 +46,7 @@ struct server {
         size_t cap;
         int client;
         MPI_Request req;
-    } slot[MAX_WINDOW];
+    } slot[PIO_MAX_WINDOW];
 };
 
 static int find_file(const struct server *sv, int id)
@@ -194,6 +193,7 @@ static int queue_read(struct server *sv, int fd, int rank, const struct pio_msg 
     r->fd = fd;
     r->n = m->n;
     r->strategy = m->strategy;
+    r->window = m->strategy == PIO_WINDOW_IOS && m->window >= 1 && m->window <= PIO_MAX_WINDOW ? m->window : 1;
     r->block = m->block;
     r->id = m->id;
     if (sv->nreads == sv->capreads) {
@@ -211,11 +211,12 @@ static int queue_read(struct server *sv, int fd, int rank, const struct pio_msg 
     return 0;
 }
 
+/* Whether client may not get another piece now: it has its share of the window in flight. */
 static int in_flight_to(const struct server *sv, int client)
 {
-    for (int i = 0; i < MAX_WINDOW; i++)
-        if (sv->slot[i].req != MPI_REQUEST_NULL && sv->slot[i].client == client) return 1;
-    return 0;
+    int n = 0, share = (sv->reads[0]->window + sv->c->nclients - 1) / sv->c->nclients;
+    for (int i = 0; i < PIO_MAX_WINDOW; i++) n += sv->slot[i].req != MPI_REQUEST_NULL && sv->slot[i].client == client;
+    return n >= share;
 }
 
 /* The pending read to serve next, by the oldest request's strategy; -1 if none may go now. */
@@ -347,7 +348,7 @@ static int handle(struct server *sv, int rank, const struct pio_msg *m, const ch
 int pio_serve(struct pio_ctx *c)
 {
     struct server sv = {.c = c, .random_state = c->seed * 2654435761u + (unsigned)c->server_index + 1};
-    for (int k = 0; k < MAX_WINDOW; k++) sv.slot[k].req = MPI_REQUEST_NULL;
+    for (int k = 0; k < PIO_MAX_WINDOW; k++) sv.slot[k].req = MPI_REQUEST_NULL;
     size_t cap = 1 << 16;
     char *in = malloc(cap);
     int spins = 0, done = 0;
@@ -355,7 +356,7 @@ int pio_serve(struct pio_ctx *c)
          die = pio_test_hook("ISTHMUS_PIO_TEST_SERVER_DIE", c->server_index);
     while (!done && in) {
         int flag;
-        for (int k = 0; k < MAX_WINDOW; k++)
+        for (int k = 0; k < PIO_MAX_WINDOW; k++)
             if (sv.slot[k].req != MPI_REQUEST_NULL) MPI_Test(&sv.slot[k].req, &flag, MPI_STATUS_IGNORE);
         MPI_Status st;
         MPI_Iprobe(MPI_ANY_SOURCE, PIO_TAG_REQUEST, c->comm, &flag, &st);
@@ -378,7 +379,7 @@ int pio_serve(struct pio_ctx *c)
             continue;
         }
         if (sv.nreads > 0) {
-            int window = sv.reads[0]->strategy == PIO_WINDOW_IOS ? MAX_WINDOW : 1, k = -1, i;
+            int window = sv.reads[0]->window, k = -1, i;
             for (int s = 0; s < window && k < 0; s++)
                 if (sv.slot[s].req == MPI_REQUEST_NULL) k = s;
             if (k >= 0 && (i = pick_read(&sv)) >= 0) {
@@ -389,7 +390,7 @@ int pio_serve(struct pio_ctx *c)
         }
         nap(&spins);
     }
-    for (int k = 0; k < MAX_WINDOW; k++) {
+    for (int k = 0; k < PIO_MAX_WINDOW; k++) {
         if (sv.slot[k].req != MPI_REQUEST_NULL) MPI_Wait(&sv.slot[k].req, MPI_STATUS_IGNORE);
         free(sv.slot[k].buf);
     }

@@ -20,6 +20,8 @@
  *   pio_check after-crash SEED WRITERS
  *                                every other client's region holds its first pattern,
  *                                client 1's each byte either pattern.
+ * PIO_CHECK_STRATEGY=window (or first, random, hash) gives every file that strategy instead
+ * of a random one.
  * Prints "pio_check: ... 0 mismatches" on success; exits 1 on any mismatch or error. */
 #include <mpi.h>
 #include <stdio.h>
@@ -84,6 +86,8 @@ static struct plan make_plan(int seed, int file, int writers)
     p.region = rnd(&s, 1, 200000);
     p.strategy = (int)rnd(&s, PIO_FIRST_IOS, PIO_WINDOW_IOS);
     p.block = rnd(&s, 1, 4) == 1 ? rnd(&s, 1, 5000) : 1 << rnd(&s, 12, 20);
+    const char *forced = getenv("PIO_CHECK_STRATEGY");
+    if (forced && *forced) p.strategy = pio_strategy_parse(forced);
     return p;
 }
 

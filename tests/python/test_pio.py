@@ -61,6 +61,22 @@ def test_random_views_read_back_and_reopen_with_other_clients(
     assert "verify, seed 21, 2 clients: 0 mismatches" in out
 
 
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_deep_windows_read_back(isthmus: Run, tmp_path: Path, mpi: str) -> None:
+    """window-IOS with a window of up to 64 pieces: several pieces in flight to each server
+    (writes) and to each client (reads), pieces from 1 byte to 1 MiB."""
+    env = {"PIO_CHECK_STRATEGY": "window", "ISTHMUS_PIO_WINDOW": str(4 << 20)}
+    rc, out, err = run_check(isthmus, mpi, tmp_path, "write", "33", "3", env=env)
+    assert rc == 0, out + err[-3000:]
+    assert "write, seed 33, 4 clients: 0 mismatches" in out
+    rc, out, err = run_check(
+        isthmus, mpi, tmp_path, "verify", "33", "3", "4",
+        sets=("--set", "clusters.compute.hosts=3"), env=env,
+    )  # fmt: skip
+    assert rc == 0, out + err[-3000:]
+    assert "verify, seed 33, 3 clients: 0 mismatches" in out
+
+
 def test_another_server_count_is_refused(isthmus: Run, tmp_path: Path) -> None:
     rc, out, err = run_check(isthmus, "openmpi", tmp_path, "write", "3", "1")
     assert rc == 0, out + err[-3000:]
