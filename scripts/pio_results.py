@@ -29,11 +29,12 @@ def ratio(x: float | None) -> str:
 def main() -> int:
     top = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "results" / "pio"
     print(
-        "| run | workload | op | network peak | raw | MPI-IO | "
+        "| run | workload | op | network peak | raw | MPI-IO | MPI-IO via servers | "
         + " | ".join(f"{s}-IOS (b)" for s in STRATEGIES)
-        + " | best / peak | best / raw | best / MPI-IO | window / best of the 3 | spread |"
+        + " | best / peak | best / raw | best / MPI-IO | best / via servers"
+        + " | window / best of the 3 | spread |"
     )
-    print("|---" * (11 + len(STRATEGIES)) + "|")
+    print("|---" * (13 + len(STRATEGIES)) + "|")
     for summary in sorted(top.glob("*/summary.json")):
         doc = json.loads(summary.read_text())
         for w in doc["workloads"]:
@@ -44,12 +45,15 @@ def main() -> int:
                     for s in STRATEGIES
                 ]
                 peak = o["network_peak_mb_s"]
+                via = o.get("mpiio_servers_mb_s")
+                via_cell = "-" if not via else f"{via['median']:.0f}"
                 print(
                     f"| {summary.parent.name} | {w['workload']} | {op} | "
                     f"{'-' if peak is None else f'{peak:.0f}'} | {o['raw_mb_s']['median']:.0f} | "
-                    f"{o['mpiio_mb_s']['median']:.0f} | {' | '.join(cells)} | "
+                    f"{o['mpiio_mb_s']['median']:.0f} | {via_cell} | {' | '.join(cells)} | "
                     f"{ratio(o['best_over_network_peak'])} | {ratio(o['best_over_raw'])} | "
-                    f"{ratio(o['best_over_mpiio'])} | {ratio(o['window_over_best_of_papers'])} | "
+                    f"{ratio(o['best_over_mpiio'])} | {ratio(o.get('best_over_mpiio_servers'))} | "
+                    f"{ratio(o['window_over_best_of_papers'])} | "
                     f"{100 * o['spread']:.0f}% |"
                 )
     # window-IOS against the best of the paper's three at each schedule block

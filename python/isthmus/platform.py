@@ -144,6 +144,22 @@ class Platform:
                 return c
         raise KeyError(name)
 
+    def route(self, src: str, dst: str) -> list[LinkModel] | None:
+        """The links a packet crosses from a host of cluster src to a host of dst, as isthmus
+        net routes it: src's uplink, the wide-area link and dst's uplink, then the port into
+        the host (none when dst's LAN is not emulated); None when no wide-area link joins
+        them (only zipper hosts do)."""
+        dst_cluster = self.cluster(dst)
+        # a real site's LAN (host patterns) is what the model has of it
+        into = dst_cluster.lan if dst_cluster.lan_emulated or dst_cluster.hosts == 0 else None
+        links: list[LinkModel | None] = [into]
+        if src != dst:
+            wan = self.wan.get((src, dst))
+            if wan is None:
+                return None
+            links = [self.cluster(src).uplink, wan, dst_cluster.uplink, into]
+        return [lk for lk in links if lk is not None]
+
     def rank_clusters(self) -> list[str]:
         """The cluster of every world rank of the clusters (zipper ranks come after):
         in blocks in file order, or with layer.placement = "round-robin" one rank of each

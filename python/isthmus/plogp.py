@@ -25,7 +25,7 @@ from typing import Any
 from . import atomic
 from .bench import read_records
 from .errors import UserError
-from .platform import Cluster, LinkModel, Platform
+from .platform import LinkModel, Platform
 
 MAGIC = "isthmus-plogp 1"
 CLASSES = ("lan", "wan")
@@ -219,12 +219,6 @@ def fit(bench_file: Path) -> Params:
     return Params(str(header.get("platform", "")), f"logp {bench_file.name}; {lib}", classes)
 
 
-def _into(c: Cluster) -> list[LinkModel]:
-    """The link into a host of cluster c, as isthmus net routes it (none when the LAN is
-    not emulated: its ranks then talk at the machine's own speed)."""
-    return [c.lan] if c.lan_emulated or c.hosts == 0 else []
-
-
 def _derived(links: list[LinkModel], sizes: tuple[int, ...]) -> LinkClass:
     latency = sum(lk.latency for lk in links) * 1e6
     rates = [lk.bandwidth for lk in links if lk.bandwidth]
@@ -242,12 +236,10 @@ def from_platform(platform: Platform) -> Params:
     cluster, the WAN class the path from the first cluster to the second (uplink,
     wide-area link, downlink, LAN port)."""
     sizes = (0, *(1 << i for i in range(0, 27)))  # up to 64 MiB
-    first = platform.clusters[0]
-    classes = {"lan": _derived(_into(first), sizes)}
+    first = platform.clusters[0].name
+    classes = {"lan": _derived(platform.route(first, first) or [], sizes)}
     if len(platform.clusters) >= 2:
-        second = platform.clusters[1]
-        wan = platform.wan.get((first.name, second.name))
-        if wan is not None:
-            path = [lk for lk in (first.uplink, wan, second.uplink) if lk is not None]
-            classes["wan"] = _derived(path + _into(second), sizes)
+        path = platform.route(first, platform.clusters[1].name)
+        if path is not None:
+            classes["wan"] = _derived(path, sizes)
     return Params(platform.name, f"platform {platform.path.name}", classes)

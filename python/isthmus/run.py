@@ -77,13 +77,38 @@ def pio_environment(platform: Platform, nranks: int) -> dict[str, str]:
     ISTHMUS_PIO_* variable of the caller's environment (they win), for the ranks."""
     env = {}
     if platform.io is not None:
+        servers = platform.io_server_ranks(nranks)
         env = {
-            "ISTHMUS_PIO_SERVERS": ",".join(map(str, platform.io_server_ranks(nranks))),
+            "ISTHMUS_PIO_SERVERS": ",".join(map(str, servers)),
             "ISTHMUS_PIO_DIR": platform.io.directory,
             "ISTHMUS_PIO_STRIPE": str(platform.io.stripe),
         }
+        window = pio_window(platform, servers, nranks)
+        if window is not None:
+            env["ISTHMUS_PIO_WINDOW"] = str(window)
     env.update({k: v for k, v in os.environ.items() if k.startswith("ISTHMUS_PIO_")})
     return env
+
+
+def pio_window(platform: Platform, servers: list[int], nranks: int) -> int | None:
+    """window-IOS's bytes in flight (docs/pio.md): the bandwidth-delay product of the path
+    between the first client's host and the first server's, from the platform's links: the
+    round trip's latencies times the narrowest rate towards the server. None where the
+    platform cannot say (ranks placed by host name, no rate limit, no wide-area link)."""
+    if not platform.emulated or not servers:
+        return None
+    where = platform.rank_clusters()
+    clients = [r for r in range(min(nranks, len(where))) if r not in servers]
+    if not clients or servers[0] >= len(where):
+        return None
+    client, server = where[clients[0]], where[servers[0]]
+    there, back = platform.route(client, server), platform.route(server, client)
+    if there is None or back is None:
+        return None
+    rates = [lk.bandwidth for lk in there if lk.bandwidth]
+    if not rates:
+        return None
+    return round(min(rates) * sum(lk.latency for lk in there + back))
 
 
 def layer_environment(

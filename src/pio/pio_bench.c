@@ -2,7 +2,12 @@
  *   raw     every I/O server writes its share of the data to a local file (1 MiB pwrites,
  *           fsync) and reads it back: the servers' own throughput, the bound pio aims at;
  *   mpiio   the clients write and read the same pattern through MPI-IO
- *           (MPI_File_write_at_all / read_at_all, MPI_File_sync) on a local file;
+ *           (MPI_File_write_at_all / read_at_all, MPI_File_sync) on a local file: ROMIO's
+ *           data do not cross the network at all;
+ *   mpiio-servers  the same with the I/O servers as ROMIO's aggregators (two-phase
+ *           collective buffering, cb_nodes = the servers): the data cross the same network
+ *           to the same hosts as pio's, the architecture MPI-IO has on a cluster with I/O
+ *           nodes;
  *   pio     the same through pio, for every strategy and schedule block b.
  * Workloads: "contiguous" (each client writes, then reads, its own region of --size bytes)
  * and "btio" (BTIO's nested-strided pattern: an N^3 array of 40-byte records over a
@@ -124,16 +129,28 @@ static unsigned char pattern(int64_t x, int rep) { return (unsigned char)((x * 1
 
 /* ---- the servers' own throughput ------------------------------------------------------ */
 
-static int server_index(void)
+/* Which I/O server world rank `rank` is (ISTHMUS_PIO_SERVERS), or -1. */
+static int server_of(int rank)
 {
     const char *v = getenv("ISTHMUS_PIO_SERVERS");
     int i = 0;
     for (const char *p = v; p && *p; i++) {
         char *end;
-        if (strtol(p, &end, 10) == world_rank) return i;
+        if (strtol(p, &end, 10) == rank) return i;
         p = *end ? end + 1 : end;
     }
     return -1;
+}
+
+static int server_index(void) { return server_of(world_rank); }
+
+/* This rank's place among the ranks that are not servers (pio's client index), or -1. */
+static int client_index(void)
+{
+    if (server_index() >= 0) return -1;
+    int below = 0;
+    for (int r = 0; r < world_rank; r++) below += server_of(r) < 0;
+    return below;
 }
 
 static int count_servers(void)
@@ -187,6 +204,7 @@ static void raw(const struct options *o, int rep, int64_t total)
 /* ---- a client's part of the workload ----------------------------------------------- */
 
 struct part {
+    int first;            /* client 0: prints the records */
     struct pio_view view; /* where the client's bytes are */
     int64_t bytes, total;
     MPI_Datatype filetype; /* the same for MPI-IO */
@@ -195,7 +213,7 @@ struct part {
 
 static struct part client_part(const struct options *o, int me, int clients)
 {
-    struct part p = {0};
+    struct part p = {.first = me == 0};
     if (!strcmp(o->workload, "contiguous")) {
         p.view = (struct pio_view){.offset = me * o->size};
         p.bytes = o->size;
@@ -242,39 +260,82 @@ static void fail(int rc, const char *what)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static void mpiio(const struct options *o, int rep, MPI_Comm clients, const struct part *p, unsigned char *data,
-                  unsigned char *back)
+/* MPI-IO over comm (the clients, or every rank with the servers first); ranks with no
+ * part (the servers) take part in the collective calls with nothing of their own. */
+static void mpiio(const struct options *o, int rep, const char *method, MPI_Comm comm, MPI_Info info,
+                  const struct part *p, unsigned char *data, unsigned char *back)
 {
     const char *dir = getenv("ISTHMUS_PIO_DIR");
     char path[4200];
-    snprintf(path, sizeof path, "%s/mpiio-bench", dir ? dir : "/tmp/isthmus-pio");
+    snprintf(path, sizeof path, "%s/%s-bench", dir ? dir : "/tmp/isthmus-pio", method);
     double t[2];
+    int64_t bytes = p ? p->bytes : 0;
     for (int op = 0; op < 2; op++) {
         MPI_File fh;
-        int rc = MPI_File_open(clients, path, op == 0 ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY,
-                               MPI_INFO_NULL, &fh);
+        int rc = MPI_File_open(comm, path, op == 0 ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY, info, &fh);
         if (rc != MPI_SUCCESS) {
             fprintf(stderr, "pio_bench: MPI_File_open %s failed\n", path);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        MPI_File_set_view(fh, p->disp, MPI_BYTE, p->filetype, "native", MPI_INFO_NULL);
-        MPI_Barrier(clients);
+        MPI_File_set_view(fh, p ? p->disp : 0, MPI_BYTE, p ? p->filetype : MPI_BYTE, "native", info);
+        MPI_Barrier(comm);
         double t0 = MPI_Wtime();
         if (op == 0) {
-            MPI_File_write_at_all(fh, 0, data, (int)p->bytes, MPI_BYTE, MPI_STATUS_IGNORE);
+            MPI_File_write_at_all(fh, 0, data, (int)bytes, MPI_BYTE, MPI_STATUS_IGNORE);
             MPI_File_sync(fh);
         } else {
-            MPI_File_read_at_all(fh, 0, back, (int)p->bytes, MPI_BYTE, MPI_STATUS_IGNORE);
+            MPI_File_read_at_all(fh, 0, back, (int)bytes, MPI_BYTE, MPI_STATUS_IGNORE);
         }
-        t[op] = slowest(MPI_Wtime() - t0, clients);
+        t[op] = slowest(MPI_Wtime() - t0, comm);
         MPI_File_close(&fh);
     }
-    check(back, data, p->bytes, "MPI-IO");
+    if (p) check(back, data, p->bytes, method);
     int me;
-    MPI_Comm_rank(clients, &me);
+    MPI_Comm_rank(comm, &me);
     if (me == 0) MPI_File_delete(path, MPI_INFO_NULL);
-    record(me == 0, o, "mpiio", 0, 0, "write", rep, p->total, t[0]);
-    record(me == 0, o, "mpiio", 0, 0, "read", rep, p->total, t[1]);
+    int64_t total = p ? p->total : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_MAX, comm);
+    record(p && p->first, o, method, 0, 0, "write", rep, total, t[0]);
+    record(p && p->first, o, method, 0, 0, "read", rep, total, t[1]);
+}
+
+/* Each client's bytes: the pattern of their file offsets, so every method's file is the same. */
+static unsigned char *client_data(const struct part *p, int rep)
+{
+    unsigned char *data = malloc((size_t)p->bytes + 1);
+    for (int64_t i = 0; i < p->bytes; i++) data[i] = pattern(p->view.offset * 7 + i, rep);
+    return data;
+}
+
+/* MPI-IO on every rank, the servers first in the communicator so that ROMIO's first
+ * cb_nodes ranks, its aggregators, are the servers: two-phase I/O sends every client's
+ * bytes to them across the network, and they write the file. */
+static void mpiio_servers(const struct options *o, int rep, int nservers)
+{
+    int s = server_index(), c = client_index(), world;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    MPI_Comm comm;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, s >= 0 ? s : nservers + c, &comm);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    char aggregators[16];
+    snprintf(aggregators, sizeof aggregators, "%d", nservers);
+    MPI_Info_set(info, "cb_config_list", "*:*"); /* every rank may aggregate (one host name here) */
+    MPI_Info_set(info, "cb_nodes", aggregators);
+    MPI_Info_set(info, "romio_cb_write", "enable");
+    MPI_Info_set(info, "romio_cb_read", "enable");
+    struct part p = {0};
+    unsigned char *data = NULL, *back = NULL;
+    if (s < 0) {
+        p = client_part(o, c, world - nservers);
+        data = client_data(&p, rep);
+        back = calloc((size_t)p.bytes + 1, 1);
+    }
+    mpiio(o, rep, "mpiio-servers", comm, info, s < 0 ? &p : NULL, data, back);
+    if (s < 0 && p.filetype != MPI_BYTE) MPI_Type_free(&p.filetype);
+    free(data), free(back);
+    MPI_Info_free(&info);
+    MPI_Comm_free(&comm);
 }
 
 static void pio(const struct options *o, int rep, pio_ctx *ctx, MPI_Comm clients, const struct part *p,
@@ -325,6 +386,8 @@ int main(int argc, char **argv)
         bench_progress("pio_bench", "repetition %d of %d: the servers alone", rep + 1, o.repeat);
         raw(&o, rep, shape.total);
         if (shape.filetype != MPI_BYTE) MPI_Type_free(&shape.filetype);
+        bench_progress("pio_bench", "repetition %d of %d: MPI-IO through the servers", rep + 1, o.repeat);
+        mpiio_servers(&o, rep, nservers);
         pio_ctx *ctx;
         MPI_Comm clients;
         int rc = pio_init(MPI_COMM_WORLD, NULL, &ctx, &clients);
@@ -334,11 +397,9 @@ int main(int argc, char **argv)
         MPI_Comm_rank(clients, &me);
         MPI_Comm_size(clients, &n);
         struct part p = client_part(&o, me, n);
-        unsigned char *data = malloc((size_t)p.bytes + 1), *back = calloc((size_t)p.bytes + 1, 1);
-        /* Each client's bytes: the pattern of their file offsets, so every method's file is the same. */
-        for (int64_t i = 0; i < p.bytes; i++) data[i] = pattern(p.view.offset * 7 + i, rep);
+        unsigned char *data = client_data(&p, rep), *back = calloc((size_t)p.bytes + 1, 1);
         bench_progress("pio_bench", "repetition %d of %d: MPI-IO", rep + 1, o.repeat);
-        mpiio(&o, rep, clients, &p, data, back);
+        mpiio(&o, rep, "mpiio", clients, MPI_INFO_NULL, &p, data, back);
         for (int s = 0; s < o.nstrategies; s++) {
             bench_progress("pio_bench", "repetition %d of %d: %s-IOS", rep + 1, o.repeat,
                            pio_strategy_name(o.strategies[s]));

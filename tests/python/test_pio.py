@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PLATFORMS, ROOT, Run
-from isthmus import platform
+from isthmus import platform, run
 
 PIO = PLATFORMS / "pio.toml"
 
@@ -146,6 +146,21 @@ def test_platform_io_servers() -> None:
     assert p.io_server_ranks(7) == [4, 5]
     p = platform.load(PIO, ["io.cluster=compute"])
     assert p.io_server_ranks(6) == [0, 1]
+
+
+def test_window_is_the_bandwidth_delay_product_to_the_servers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1 Gbit/s ports; a round trip of 2 x (50 us + 25 us): 18750 bytes. Storage 2 ms away:
+    2 x (2 ms + 25 us) at 1 Gbit/s. The caller's ISTHMUS_PIO_WINDOW wins."""
+    monkeypatch.delenv("ISTHMUS_PIO_WINDOW", raising=False)
+    assert run.pio_environment(platform.load(PIO), 6)["ISTHMUS_PIO_WINDOW"] == "18750"
+    far = platform.load(PIO, ["wan.latency=2ms"])
+    assert run.pio_environment(far, 6)["ISTHMUS_PIO_WINDOW"] == "506250"
+    unlimited = platform.load(PIO, ["clusters.storage.lan.bandwidth=unlimited", "wan.bandwidth=0"])
+    assert "ISTHMUS_PIO_WINDOW" not in run.pio_environment(unlimited, 6)
+    monkeypatch.setenv("ISTHMUS_PIO_WINDOW", "1000")
+    assert run.pio_environment(far, 6)["ISTHMUS_PIO_WINDOW"] == "1000"
 
 
 @pytest.mark.parametrize(
