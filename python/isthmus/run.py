@@ -91,10 +91,12 @@ def pio_environment(platform: Platform, nranks: int) -> dict[str, str]:
 
 
 def pio_window(platform: Platform, servers: list[int], nranks: int) -> int | None:
-    """window-IOS's bytes in flight (docs/pio.md): the bandwidth-delay product of the path
-    between the first client's host and the first server's, from the platform's links: the
-    round trip's latencies times the narrowest rate towards the server. None where the
-    platform cannot say (ranks placed by host name, no rate limit, no wide-area link)."""
+    """window-IOS's bytes in flight (docs/pio.md): twice the bandwidth-delay product of the
+    path between the first client's host and the first server's, from the platform's
+    links (the round trip's latencies times the narrowest rate towards the server): a piece
+    past the MPI's eager limit spends a round trip on its handshake before its data travel.
+    None where the platform cannot say (ranks placed by host name, no rate limit, no
+    wide-area link)."""
     if not platform.emulated or not servers:
         return None
     where = platform.rank_clusters()
@@ -108,7 +110,7 @@ def pio_window(platform: Platform, servers: list[int], nranks: int) -> int | Non
     rates = [lk.bandwidth for lk in there if lk.bandwidth]
     if not rates:
         return None
-    return round(min(rates) * sum(lk.latency for lk in there + back))
+    return round(2 * min(rates) * sum(lk.latency for lk in there + back))
 
 
 def layer_environment(

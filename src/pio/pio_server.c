@@ -345,44 +345,76 @@ static int handle(struct server *sv, int rank, const struct pio_msg *m, const ch
     return 0;
 }
 
+/* Requests being received: a server takes in up to PIO_INCOMING at once (matched probes,
+ * so that each is received exactly once), so that rendezvous transfers of several clients'
+ * pieces (each a handshake across the network first) proceed side by side instead of one
+ * round trip after another. Requests of one client in flight together are write pieces,
+ * which may be written in any order (they never overlap); everything else a client sends
+ * waits for the answers to what it sent before. */
+#define PIO_INCOMING 16
+struct incoming {
+    char *buf;
+    size_t cap;
+    int source;
+    MPI_Request req;
+};
+
+/* Starts receiving every matched request a free slot can take; 0, or -1 out of memory. */
+static int take_requests(MPI_Comm comm, struct incoming *in)
+{
+    for (int k = 0; k < PIO_INCOMING; k++) {
+        if (in[k].req != MPI_REQUEST_NULL) continue;
+        int flag, count;
+        MPI_Message msg;
+        MPI_Status st;
+        MPI_Improbe(MPI_ANY_SOURCE, PIO_TAG_REQUEST, comm, &flag, &msg, &st);
+        if (!flag) return 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        if ((size_t)count > in[k].cap) {
+            char *grown = realloc(in[k].buf, (size_t)count);
+            if (!grown) return -1;
+            in[k].buf = grown;
+            in[k].cap = (size_t)count;
+        }
+        in[k].source = st.MPI_SOURCE;
+        MPI_Imrecv(in[k].buf, count, MPI_BYTE, &msg, &in[k].req);
+    }
+    return 0;
+}
+
 int pio_serve(struct pio_ctx *c)
 {
     struct server sv = {.c = c, .random_state = c->seed * 2654435761u + (unsigned)c->server_index + 1};
     for (int k = 0; k < PIO_MAX_WINDOW; k++) sv.slot[k].req = MPI_REQUEST_NULL;
-    size_t cap = 1 << 16;
-    char *in = malloc(cap);
-    int spins = 0, done = 0;
+    struct incoming in[PIO_INCOMING] = {0};
+    for (int k = 0; k < PIO_INCOMING; k++) in[k].req = MPI_REQUEST_NULL;
+    int spins = 0, done = 0, nomem = 0;
     long requests = 0, stall = pio_test_hook("ISTHMUS_PIO_TEST_SERVER_STALL", c->server_index),
          die = pio_test_hook("ISTHMUS_PIO_TEST_SERVER_DIE", c->server_index);
-    while (!done && in) {
-        int flag;
-        for (int k = 0; k < PIO_MAX_WINDOW; k++)
+    while (!done && !nomem) {
+        int flag, k;
+        for (k = 0; k < PIO_MAX_WINDOW; k++)
             if (sv.slot[k].req != MPI_REQUEST_NULL) MPI_Test(&sv.slot[k].req, &flag, MPI_STATUS_IGNORE);
-        MPI_Status st;
-        MPI_Iprobe(MPI_ANY_SOURCE, PIO_TAG_REQUEST, c->comm, &flag, &st);
-        if (flag) {
-            int count;
-            MPI_Get_count(&st, MPI_BYTE, &count);
-            if ((size_t)count > cap) {
-                char *grown = realloc(in, (size_t)count);
-                if (!grown) break;
-                in = grown;
-                cap = (size_t)count;
-            }
-            MPI_Recv(in, count, MPI_BYTE, st.MPI_SOURCE, PIO_TAG_REQUEST, c->comm, MPI_STATUS_IGNORE);
+        nomem = take_requests(c->comm, in) != 0;
+        int handled = 0;
+        for (k = 0; k < PIO_INCOMING && !done; k++) {
+            if (in[k].req == MPI_REQUEST_NULL) continue;
+            MPI_Test(&in[k].req, &flag, MPI_STATUS_IGNORE);
+            if (!flag) continue;
+            handled = 1;
             struct pio_msg m;
-            memcpy(&m, in, sizeof m);
+            memcpy(&m, in[k].buf, sizeof m);
             if (requests++ == die) raise(SIGKILL);
             while (requests > stall && stall >= 0) pause(); /* until the launcher ends the job */
-            done = handle(&sv, st.MPI_SOURCE, &m, in + sizeof m);
+            done = handle(&sv, in[k].source, &m, in[k].buf + sizeof m);
             spins = 0;
-            continue;
         }
+        if (handled) continue;
         if (sv.nreads > 0) {
-            int window = sv.reads[0]->window, k = -1, i;
-            for (int s = 0; s < window && k < 0; s++)
-                if (sv.slot[s].req == MPI_REQUEST_NULL) k = s;
-            if (k >= 0 && (i = pick_read(&sv)) >= 0) {
+            int window = sv.reads[0]->window, i;
+            for (k = 0; k < window; k++)
+                if (sv.slot[k].req == MPI_REQUEST_NULL) break;
+            if (k < window && (i = pick_read(&sv)) >= 0) {
                 serve_read(&sv, i, k);
                 spins = 0;
                 continue;
@@ -394,6 +426,13 @@ int pio_serve(struct pio_ctx *c)
         if (sv.slot[k].req != MPI_REQUEST_NULL) MPI_Wait(&sv.slot[k].req, MPI_STATUS_IGNORE);
         free(sv.slot[k].buf);
     }
+    for (int k = 0; k < PIO_INCOMING; k++) {
+        if (in[k].req != MPI_REQUEST_NULL) { /* nothing is left in flight after a shutdown */
+            MPI_Cancel(&in[k].req);
+            MPI_Wait(&in[k].req, MPI_STATUS_IGNORE);
+        }
+        free(in[k].buf);
+    }
     for (int i = 0; i < sv.nfiles; i++) {
         fsync(sv.files[i].fd);
         close(sv.files[i].fd);
@@ -401,6 +440,5 @@ int pio_serve(struct pio_ctx *c)
     while (sv.nreads > 0) drop_read(&sv, 0);
     free(sv.reads);
     free(sv.files);
-    free(in);
-    return in && done ? PIO_OK : pio_fail(PIO_EIO, "pio: I/O server %d: out of memory", c->server_index);
+    return done ? PIO_OK : pio_fail(PIO_EIO, "pio: I/O server %d: out of memory", c->server_index);
 }

@@ -151,12 +151,13 @@ def test_platform_io_servers() -> None:
 def test_window_is_the_bandwidth_delay_product_to_the_servers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """1 Gbit/s ports; a round trip of 2 x (50 us + 25 us): 18750 bytes. Storage 2 ms away:
-    2 x (2 ms + 25 us) at 1 Gbit/s. The caller's ISTHMUS_PIO_WINDOW wins."""
+    """Twice the product: 1 Gbit/s ports and a round trip of 2 x (50 us + 25 us), 2 x 18750
+    bytes; storage 2 ms away: 2 x (2 ms + 25 us) at 1 Gbit/s, 2 x 506250 bytes. The
+    caller's ISTHMUS_PIO_WINDOW wins."""
     monkeypatch.delenv("ISTHMUS_PIO_WINDOW", raising=False)
-    assert run.pio_environment(platform.load(PIO), 6)["ISTHMUS_PIO_WINDOW"] == "18750"
+    assert run.pio_environment(platform.load(PIO), 6)["ISTHMUS_PIO_WINDOW"] == "37500"
     far = platform.load(PIO, ["wan.latency=2ms"])
-    assert run.pio_environment(far, 6)["ISTHMUS_PIO_WINDOW"] == "506250"
+    assert run.pio_environment(far, 6)["ISTHMUS_PIO_WINDOW"] == "1012500"
     unlimited = platform.load(PIO, ["clusters.storage.lan.bandwidth=unlimited", "wan.bandwidth=0"])
     assert "ISTHMUS_PIO_WINDOW" not in run.pio_environment(unlimited, 6)
     monkeypatch.setenv("ISTHMUS_PIO_WINDOW", "1000")
@@ -195,11 +196,13 @@ def test_pio_bench_runs_every_method_and_summarizes(isthmus: Run, tmp_path: Path
             # 2 strategies x 2 blocks, each the median of 2 repetitions
             assert len(o["points"]) == 4
             assert o["raw_mb_s"]["median"] > 0 and o["mpiio_mb_s"]["median"] > 0
+            assert o["mpiio_servers_mb_s"]["median"] > 0
             assert set(o["best_per_strategy"]) == {"first", "window"}
     records = [json.loads(x) for x in (out / "contiguous.jsonl").read_text().splitlines()]
     pio = [r for r in records if r["record"] == "pio"]
-    # per repetition: raw and MPI-IO, and 4 pio points, each a write and a read
-    assert len(pio) == 2 * (2 + 4) * 2
+    # per repetition: raw, MPI-IO (local and through the servers) and 4 pio points, each a
+    # write and a read
+    assert len(pio) == 2 * (3 + 4) * 2
     assert {r["bytes"] for r in pio} == {4 * 256 * 1024}  # 4 clients' regions, every method
     assert (out / "contiguous.png").stat().st_size > 10_000
     assert (out / "btio.png").stat().st_size > 10_000
