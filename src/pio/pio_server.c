@@ -345,31 +345,38 @@ static int handle(struct server *sv, int rank, const struct pio_msg *m, const ch
     return 0;
 }
 
-/* Requests being received: a server takes in up to PIO_INCOMING at once (matched probes,
- * so that each is received exactly once), so that rendezvous transfers of several clients'
- * pieces (each a handshake across the network first) proceed side by side instead of one
- * round trip after another. Requests of one client in flight together are write pieces,
- * which may be written in any order (they never overlap); everything else a client sends
- * waits for the answers to what it sent before. */
+/* Requests being received. A server takes in several at once (matched probes, so that
+ * each is received exactly once) while the bytes being received stay within the window
+ * (ISTHMUS_PIO_WINDOW; at least one request at a time, at most PIO_INCOMING): across a
+ * WAN the rendezvous handshakes of several pieces then overlap instead of costing a round
+ * trip each, while on a LAN (a window of a few pieces) large pieces still come one after
+ * the other instead of all the clients' at once into one port. Requests of one client in
+ * flight together are write pieces, which may be written in any order (they never
+ * overlap); everything else a client sends waits for the answers to what it sent before. */
 #define PIO_INCOMING 16
 struct incoming {
     char *buf;
     size_t cap;
-    int source;
+    int source, count;
     MPI_Request req;
 };
 
-/* Starts receiving every matched request a free slot can take; 0, or -1 out of memory. */
-static int take_requests(MPI_Comm comm, struct incoming *in)
+/* Starts receiving the requests that fit: 0, or -1 out of memory. */
+static int take_requests(const struct pio_ctx *c, struct incoming *in)
 {
+    int64_t receiving = 0;
+    for (int k = 0; k < PIO_INCOMING; k++)
+        if (in[k].req != MPI_REQUEST_NULL) receiving += in[k].count;
     for (int k = 0; k < PIO_INCOMING; k++) {
         if (in[k].req != MPI_REQUEST_NULL) continue;
         int flag, count;
-        MPI_Message msg;
         MPI_Status st;
-        MPI_Improbe(MPI_ANY_SOURCE, PIO_TAG_REQUEST, comm, &flag, &msg, &st);
+        MPI_Iprobe(MPI_ANY_SOURCE, PIO_TAG_REQUEST, c->comm, &flag, &st);
         if (!flag) return 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
+        if (receiving > 0 && receiving + count > c->window) return 0;
+        MPI_Message msg;
+        MPI_Improbe(st.MPI_SOURCE, PIO_TAG_REQUEST, c->comm, &flag, &msg, &st); /* the same message */
         if ((size_t)count > in[k].cap) {
             char *grown = realloc(in[k].buf, (size_t)count);
             if (!grown) return -1;
@@ -377,6 +384,8 @@ static int take_requests(MPI_Comm comm, struct incoming *in)
             in[k].cap = (size_t)count;
         }
         in[k].source = st.MPI_SOURCE;
+        in[k].count = count;
+        receiving += count;
         MPI_Imrecv(in[k].buf, count, MPI_BYTE, &msg, &in[k].req);
     }
     return 0;
@@ -395,7 +404,7 @@ int pio_serve(struct pio_ctx *c)
         int flag, k;
         for (k = 0; k < PIO_MAX_WINDOW; k++)
             if (sv.slot[k].req != MPI_REQUEST_NULL) MPI_Test(&sv.slot[k].req, &flag, MPI_STATUS_IGNORE);
-        nomem = take_requests(c->comm, in) != 0;
+        nomem = take_requests(c, in) != 0;
         int handled = 0;
         for (k = 0; k < PIO_INCOMING && !done; k++) {
             if (in[k].req == MPI_REQUEST_NULL) continue;
