@@ -10,12 +10,12 @@
  * soon as the piece is complete at the coordinator, so that the broadcast of nM bytes
  * (C n M in all) hides behind the wide-area transfer instead of following it. Cost:
  * g_lan(gather) + L + g(nM) + g_lan(piece), against g_lan(gather) + L + g(nM) +
- * g_lan(CnM) unpipelined; on das-4x2 with 1 MiB per rank the cluster broadcast of 8 MiB
- * took 0.1-0.4 s on 2 cores (results/collectives/README.md).
+ * g_lan(CnM) unpipelined (on das-4x2 with 1 MiB per rank, Open MPI: 2.62 s before,
+ * 2.47-2.50 s after; results/collectives/README.md).
  *
  * Every rank of a cluster starts the broadcasts in the same order (MPI's rule for
  * nonblocking collectives): its own cluster's pieces first (complete after the gather),
- * then the other clusters' round by round (piece r of each, nearest cluster first),
+ * then the other clusters' round by round (piece r of clusters c+1, c+2, ... in turn),
  * which is about the order in which they arrive over links of equal speed. */
 #include <stdlib.h>
 
