@@ -22,7 +22,7 @@ in the same runs (`isthmus bench coll --entries mpi,native`) on 4 clusters x 2 r
 
 Writes results/collectives/{latency,bandwidth,zero,segments}.{json,png} (or into OUT_DIR).
 Usage: scripts/bench_collectives.py [latency|bandwidth|zero|segments|all] [OUT_DIR]
-(latency about 3 minutes, bandwidth about 50, zero about 15, on 2 cores)
+(latency about 3 minutes, bandwidth about 12, zero about 15, on 2 cores)
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ RUNS = 3
 # Bandwidth-bound cases: collective, bytes per rank block (coll's --min-size), lower bound
 # in seconds on das-4x2 (C = 4 clusters of n = 2 ranks, L = 10 ms, B = 1 MB/s per link).
 C, N, L_S, B = 4, 2, 0.010, 1e6
-# A native call moves megabytes through 1 MB/s links: the four cases take about 25 minutes
+# A native call moves megabytes through 1 MB/s links: the four cases take about 6 minutes
 # per MPI. ISTHMUS_BENCH_MPIS=mpich (say) chooses.
 BANDWIDTH_MPIS = tuple(os.environ.get("ISTHMUS_BENCH_MPIS", "mpich,openmpi").split(","))
 # Wide-area packets of an Ethernet/Internet path, not the emulated devices' 65000 bytes:
