@@ -111,6 +111,10 @@ int pio_write_at_all(pio_file *file, int64_t pos, const void *buf, int64_t len);
 int pio_read_at_all(pio_file *file, int64_t pos, void *buf, int64_t len);
 
 const char *pio_last_error(void);
+/* Prints one line (fmt, a newline added) on stderr and ends the job with MPI_Abort(code),
+ * after a pause that lets the launcher forward the line: the abort's kill can otherwise
+ * overtake a rank's last output (seen with MPICH's hydra). */
+_Noreturn void pio_abort(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *pio_strategy_name(int strategy);
 int pio_strategy_parse(const char *name); /* -1 when unknown */
 

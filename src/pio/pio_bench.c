@@ -179,15 +179,13 @@ static void raw(const struct options *o, int rep, int64_t total)
         if (s >= 0) {
             int fd = op == 0 ? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : open(path, O_RDONLY);
             if (fd < 0) {
-                fprintf(stderr, "pio_bench: %s: %s\n", path, strerror(errno));
-                MPI_Abort(MPI_COMM_WORLD, 1);
+                pio_abort(1, "pio_bench: %s: %s", path, strerror(errno));
             }
             for (int64_t off = 0; off < share; off += RAW_PIECE) {
                 size_t len = (size_t)(share - off < RAW_PIECE ? share - off : RAW_PIECE);
                 ssize_t done = op == 0 ? pwrite(fd, buf, len, off) : pread(fd, buf, len, off);
                 if (done != (ssize_t)len) {
-                    fprintf(stderr, "pio_bench: %s: short %s\n", path, op == 0 ? "write" : "read");
-                    MPI_Abort(MPI_COMM_WORLD, 1);
+                    pio_abort(1, "pio_bench: %s: short %s", path, op == 0 ? "write" : "read");
                 }
             }
             if (op == 0) fsync(fd);
@@ -249,15 +247,13 @@ static struct part client_part(const struct options *o, int me, int clients)
 static void check(const unsigned char *got, const unsigned char *want, int64_t len, const char *what)
 {
     if (memcmp(got, want, (size_t)len) != 0) {
-        fprintf(stderr, "pio_bench: %s read back other bytes than were written\n", what);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        pio_abort(1, "pio_bench: %s read back other bytes than were written", what);
     }
 }
 
 static void fail(int rc, const char *what)
 {
-    fprintf(stderr, "pio_bench: %s: %s (%d)\n", what, pio_last_error(), rc);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    pio_abort(1, "pio_bench: %s: %s (%d)", what, pio_last_error(), rc);
 }
 
 /* MPI-IO over comm (the clients, or every rank with the servers first); ranks with no
@@ -274,8 +270,7 @@ static void mpiio(const struct options *o, int rep, const char *method, MPI_Comm
         MPI_File fh;
         int rc = MPI_File_open(comm, path, op == 0 ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY, info, &fh);
         if (rc != MPI_SUCCESS) {
-            fprintf(stderr, "pio_bench: MPI_File_open %s failed\n", path);
-            MPI_Abort(MPI_COMM_WORLD, 1);
+            pio_abort(1, "pio_bench: MPI_File_open %s failed", path);
         }
         MPI_File_set_view(fh, p ? p->disp : 0, MPI_BYTE, p ? p->filetype : MPI_BYTE, "native", info);
         MPI_Barrier(comm);

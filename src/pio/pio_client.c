@@ -3,6 +3,7 @@
  * (pio_schedule.c). Every wait for a server has a deadline: a server that stops answering
  * is an error after the timeout, never a hang. */
 #include <errno.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -510,6 +511,20 @@ static int send_chunk(struct pio_file *f, const struct pio_schedule *sc, const s
     MPI_Irecv(&slot->reply, sizeof slot->reply, MPI_BYTE, rank, PIO_TAG_REPLY, c->comm, reply);
     MPI_Isend(slot->buf, (int)size, MPI_BYTE, rank, PIO_TAG_REQUEST, c->comm, send);
     return PIO_OK;
+}
+
+void pio_abort(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 500000000};
+    nanosleep(&pause, NULL);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code); /* MPI_Abort does not return; this tells the compiler so */
 }
 
 long pio_test_hook(const char *var, int index)

@@ -53,8 +53,7 @@ static unsigned char pattern(int file, int64_t x)
 
 static void die(int rc, const char *what)
 {
-    fprintf(stderr, "pio_check: client %d: %s: %s (%d)\n", me, what, pio_last_error(), rc);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    pio_abort(1, "pio_check: client %d: %s: %s (%d)", me, what, pio_last_error(), rc);
 }
 
 /* One file's plan, the same in every client and in every job that checks it. */
