@@ -362,8 +362,11 @@ def cmd_pio_bench(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if not out.parent.is_dir():
         raise UserError(f"-o {out}: the directory {out.parent} does not exist")
+    platform = platform_mod.load(args.platform, args.set)
+    if "btio" in workloads and platform.io is not None:
+        pio_bench.check_btio_clients(platform.total_ranks - platform.io.servers, args.klass)
     req = pio_bench.BenchRequest(
-        platform=platform_mod.load(args.platform, args.set),
+        platform=platform,
         mpi=args.mpi,
         out_dir=out,
         workloads=tuple(workloads),

@@ -13,6 +13,7 @@ the schedule block, one line per strategy, raw and MPI-IO as horizontal lines.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import statistics
 import tempfile
@@ -46,6 +47,20 @@ class BenchRequest:
     program_args: dict[str, list[str]]  # per workload
     overrides: tuple[str, ...] = ()
     timeout: float | None = None
+
+
+# BT-IO's array side per class (src/pio/pio_bench.c --class)
+BTIO_SIDE = {"S": 12, "W": 24, "A": 64}
+
+
+def check_btio_clients(clients: int, klass: str) -> None:
+    """BT-IO splits the array over a q x q grid of clients: q must divide the side."""
+    q = math.isqrt(clients)
+    if q * q != clients or BTIO_SIDE[klass] % q:
+        raise UserError(
+            f"--class {klass}: btio needs a square number of clients that divides the array "
+            f"side {BTIO_SIDE[klass]}; the platform has {clients} (ranks that are not I/O servers)"
+        )
 
 
 def run_bench(req: BenchRequest) -> int:

@@ -223,10 +223,10 @@ static struct part client_part(const struct options *o, int me, int clients)
     int q = 1;
     while ((q + 1) * (q + 1) <= clients) q++;
     if (q * q != clients || o->n % q) {
-        if (me == 0)
-            fprintf(stderr, "pio_bench: btio needs a square number of clients that divides the array side %d "
-                            "(this job has %d clients)\n", o->n, clients);
-        MPI_Abort(MPI_COMM_WORLD, 2);
+        if (world_rank == 0) /* every rank gets here, in the shape check of main */
+            pio_abort(2, "pio_bench: btio needs a square number of clients that divides the array side %d "
+                         "(this job has %d clients)", o->n, clients);
+        for (;;) pause(); /* until rank 0's abort ends the job, after its message */
     }
     int64_t n = o->n, rec = 40, row = n * rec, side = n / q;
     p.view = (struct pio_view){.offset = ((me / q) * side * n * n + (me % q) * side * n) * rec, .block = row,

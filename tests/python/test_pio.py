@@ -225,6 +225,17 @@ def test_pio_bench_bad_input(isthmus: Run, tmp_path: Path, args: list[str], mess
     assert not (tmp_path / "b").exists()
 
 
+def test_pio_bench_btio_needs_a_square_of_clients(isthmus: Run, tmp_path: Path) -> None:
+    three = ("--set", "clusters.compute.hosts=3")
+    done = isthmus("pio", "bench", "-p", PIO, *three, "-o", tmp_path / "b")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "isthmus: error: --class W: btio needs a square number of clients that divides the "
+        "array side 24; the platform has 3 (ranks that are not I/O servers)"
+    ]
+    assert not (tmp_path / "b").exists()
+
+
 def test_pio_bench_needs_io_servers(isthmus: Run, tmp_path: Path) -> None:
     done = isthmus("pio", "bench", "-p", PLATFORMS / "two-clusters.toml", "-o", tmp_path / "b")
     assert done.returncode == 2
