@@ -3,14 +3,15 @@ floor under `scripts/bench_collectives.py bandwidth`'s Allgather row.
 
     .venv/bin/python scripts/tcp_floor.py [OUT_DIR]
 
-For each wide-area MTU (1500, the benchmark's, and 9000) it brings up das-4x2.toml
-(`isthmus net up`, a network of its own), starts one process per cluster in the first
-host's namespace (the coordinator's), connects every pair both ways with plain sockets,
-and repeats REPS times, a few seconds apart: at a common start every process sends 2 MiB
-(the n M = 2 x 1 MiB a cluster contributes) to each of the three others and receives
-theirs. A repetition takes as long as its slowest flow. The lower bound of
+For each wide-area MTU (1500, the benchmark's, and 9000) and each setting of the hosts'
+TCP (the machine's default; Reno, with and without slow start after idle, through the
+platform's [tcp] table) it brings up das-4x2.toml (`isthmus net up`, a network of its
+own), starts one process per cluster in the first host's namespace (the coordinator's),
+connects every pair both ways with plain sockets, and repeats REPS times, a few seconds
+apart: at a common start every process sends 2 MiB (the n M = 2 x 1 MiB a cluster
+contributes) to each of the three others and receives theirs. A repetition takes as long as its slowest flow. The lower bound of
 docs/collectives.md is L + nM/B = 2.107 s. Writes OUT_DIR/tcp-floor.json (default
-results/collectives); about 2 minutes.
+results/collectives); about 3 minutes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ BOUND_S = 0.010 + BYTES / 1e6
 REPS = 5
 SPACING_S = 4.0  # between repetitions' starts: longer than one, as between MPI calls
 MTUS = (1500, 9000)
+# The hosts' TCP ([tcp] table settings); default: the machine's (BBR on our VMs)
+TCP_VARIANTS = {
+    "default": (),
+    "reno": ("tcp.congestion_control=reno",),
+    "reno, no slow start after idle": (
+        "tcp.congestion_control=reno",
+        "tcp.slow_start_after_idle=false",
+    ),
+}
 PORT = 5701
 
 
@@ -89,10 +99,11 @@ def addresses(net: str) -> dict[str, str]:
     return {h["netns"]: h["address"] for h in state["hosts"]}
 
 
-def measure(mtu: int) -> dict[str, Any]:
+def measure(mtu: int, congestion: str) -> dict[str, Any]:
     net = f"tcpf{os.getpid() % 100000}"
+    tcp = [x for kv in TCP_VARIANTS[congestion] for x in ("--set", kv)]
     subprocess.run(
-        [ISTHMUS, "net", "up", "-p", str(DAS), "--set", f"wan.mtu={mtu}", "--name", net],
+        [ISTHMUS, "net", "up", "-p", str(DAS), "--set", f"wan.mtu={mtu}", *tcp, "--name", net],
         check=True,
         capture_output=True,
     )
@@ -111,12 +122,13 @@ def measure(mtu: int) -> dict[str, Any]:
         ]
         lines = [json.loads(x) for p in procs for x in p.communicate(timeout=120)[0].splitlines()]
         if any(p.returncode for p in procs):
-            raise SystemExit(f"tcp_floor: a worker failed at MTU {mtu}")
+            raise SystemExit(f"tcp_floor: a worker failed at MTU {mtu}, {congestion}")
     finally:
         subprocess.run([ISTHMUS, "net", "down", "--name", net], capture_output=True)
     reps = [max(max(x["receive_s"]) for x in lines if x["rep"] == r) for r in range(REPS)]
     return {
         "wan_mtu": mtu,
+        "tcp": congestion,
         "slowest_flow_s": reps,
         "median_s": statistics.median(reps),
         "median_over_bound": statistics.median(reps) / BOUND_S,
@@ -139,16 +151,16 @@ def main() -> int:
         "platform": "das-4x2",
         "bytes_per_flow": BYTES,
         "lower_bound_s": BOUND_S,
-        "tcp_congestion_control": Path("/proc/sys/net/ipv4/tcp_congestion_control")
+        "default_congestion_control": Path("/proc/sys/net/ipv4/tcp_congestion_control")
         .read_text()
         .strip(),
         "runs": [],
     }
-    for mtu in MTUS:
-        r = measure(mtu)
+    for mtu, congestion in ((m, c) for c in TCP_VARIANTS for m in MTUS):
+        r = measure(mtu, congestion)
         result["runs"].append(r)
         print(
-            f"MTU {mtu}: slowest flow per repetition "
+            f"MTU {mtu}, {congestion}: slowest flow per repetition "
             + " ".join(f"{x:.3f}" for x in r["slowest_flow_s"])
             + f" s; median {r['median_s']:.3f} s = {r['median_over_bound']:.2f} x the bound"
         )

@@ -31,7 +31,7 @@ from typing import Any
 
 from . import atomic, paths
 from .errors import UserError
-from .platform import MTU_RANGE, LinkModel, Platform, parse_link
+from .platform import MTU_RANGE, LinkModel, Platform, TcpSettings, parse_link
 
 NETWORK = "198.18.0.0/15"
 PREFIX_LEN = 15
@@ -264,6 +264,38 @@ def _quiet_ipv6(ns: str) -> None:
     )
 
 
+TCP_ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+
+
+def tcp_sysctls(tcp: TcpSettings) -> list[str]:
+    """The platform's [tcp] table as per-namespace sysctls. A namespace other than the
+    machine's may only choose a congestion control the machine allows to everyone: checked
+    here, before anything is made."""
+    out = []
+    if tcp.congestion_control is not None:
+        allowed = TCP_ALLOWED.read_text().split() if TCP_ALLOWED.exists() else []
+        if tcp.congestion_control not in allowed:
+            raise UserError(
+                f"tcp.congestion_control = {tcp.congestion_control!r}: this machine lets network "
+                f"namespaces choose {' or '.join(allowed) or 'none'} "
+                f"(net.ipv4.tcp_allowed_congestion_control)"
+            )
+        out.append(f"net.ipv4.tcp_congestion_control={tcp.congestion_control}")
+    if tcp.slow_start_after_idle is not None:
+        out.append(f"net.ipv4.tcp_slow_start_after_idle={int(tcp.slow_start_after_idle)}")
+    return out
+
+
+def _set_sysctls(ns: str, settings: list[str]) -> None:
+    if not settings:
+        return
+    done = subprocess.run(
+        ["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *settings], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise UserError(f"{ns}: sysctl {' '.join(settings)}: {done.stderr.strip() or 'failed'}")
+
+
 def _existing_namespaces(name: str) -> list[str]:
     prefix = f"ist-{name}-"
     if not NETNS_DIR.is_dir():
@@ -316,6 +348,7 @@ def up(
     if not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
         raise UserError(f"--mtu {mtu}: expected {MTU_RANGE[0]} to {MTU_RANGE[1]}")
     p = plan(platform)
+    sysctls = tcp_sysctls(platform.tcp)
     clash = _existing_namespaces(name)
     if clash or state_dir(name).exists():
         raise UserError(
@@ -329,6 +362,7 @@ def up(
             _ip("netns", "add", netns_name(name, h.name))
             _ip("-n", netns_name(name, h.name), "link", "set", "lo", "up")
             _quiet_ipv6(netns_name(name, h.name))
+            _set_sysctls(netns_name(name, h.name), sysctls)
         control = d / "router.sock"
         conf = d / "router.conf"
         conf.write_text(router_config(p, name, control, spin_ns))

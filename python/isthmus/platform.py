@@ -116,6 +116,15 @@ class CollectiveSettings:
 
 
 @dataclass(frozen=True)
+class TcpSettings:
+    """The [tcp] table: the emulated hosts' TCP (per-namespace sysctls, docs/net.md). None:
+    the machine's own setting."""
+
+    congestion_control: str | None = None
+    slow_start_after_idle: bool | None = None
+
+
+@dataclass(frozen=True)
 class Platform:
     name: str
     path: Path
@@ -126,6 +135,7 @@ class Platform:
     io: IoServers | None = None
     layer: LayerSettings = field(default_factory=LayerSettings)
     collectives: CollectiveSettings = field(default_factory=CollectiveSettings)
+    tcp: TcpSettings = field(default_factory=TcpSettings)
 
     @property
     def total_ranks(self) -> int:
@@ -323,7 +333,9 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
     """Check a platform given as parsed TOML; raise UserError naming the first problem."""
     r = _Reader(source)
     top = r.table(
-        raw, "", ("name", "description", "clusters", "wan", "zippers", "io", "layer", "collectives")
+        raw,
+        "",
+        ("name", "description", "clusters", "wan", "zippers", "io", "layer", "collectives", "tcp"),
     )
     name = top.get("name", path.stem)
     if not isinstance(name, str) or not name:
@@ -472,7 +484,24 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
     if not isinstance(description, str):
         raise r.fail("description", f"expected a string, got {description!r}")
     colls = _collective_settings(r, top.get("collectives", {}), path)
-    return Platform(name, path, description, tuple(clusters), wan, tuple(zippers), io, layer, colls)
+    tcp = _tcp_settings(r, top.get("tcp", {}))
+    return Platform(
+        name, path, description, tuple(clusters), wan, tuple(zippers), io, layer, colls, tcp
+    )
+
+
+def _tcp_settings(r: _Reader, value: Any) -> TcpSettings:
+    t = r.table(value, "tcp", ("congestion_control", "slow_start_after_idle"))
+    cc = t.get("congestion_control")
+    # a kernel module's name; whether this kernel has it and allows it is net.up's question
+    if cc is not None and not (isinstance(cc, str) and cc.isidentifier() and len(cc) <= 16):
+        raise r.fail(
+            "tcp.congestion_control", f"expected an algorithm's name such as reno, got {cc!r}"
+        )
+    idle = (
+        r.boolean(t, "tcp", "slow_start_after_idle", True) if "slow_start_after_idle" in t else None
+    )
+    return TcpSettings(cc, idle)
 
 
 def _collective_settings(r: _Reader, value: Any, path: Path) -> CollectiveSettings:

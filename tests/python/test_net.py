@@ -357,6 +357,40 @@ def test_link_mtu_sizes_the_packets_that_cross_it(isthmus: Run) -> None:
     assert done.stderr.count("\n") == 1 and "wan.mtu: expected 1280 to 65535 bytes" in done.stderr
 
 
+def test_tcp_table_sets_the_hosts_tcp(isthmus: Run) -> None:
+    """[tcp]: each emulated host's congestion control and restart after idle, as sysctls of
+    its namespace; an algorithm the machine does not let namespaces choose is refused
+    before anything is made."""
+
+    def sysctl(ns: str, key: str) -> str:
+        return subprocess.run(
+            ["ip", "netns", "exec", ns, "sysctl", "-n", key],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+
+    with network(
+        TWO_CLUSTERS, "tcp.congestion_control=reno", "tcp.slow_start_after_idle=false"
+    ) as name:
+        for host in ("east0", "west1"):
+            ns = net.netns_name(name, host)
+            assert sysctl(ns, "net.ipv4.tcp_congestion_control") == "reno"
+            assert sysctl(ns, "net.ipv4.tcp_slow_start_after_idle") == "0"
+    name = unique_name()
+    done = isthmus(
+        "net", "up", "-p", TWO_CLUSTERS, "--name", name, "--set", "tcp.congestion_control=nosuch"
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "tcp.congestion_control = 'nosuch': this machine lets network namespaces" in done.stderr
+    assert not [n for n in os.listdir("/var/run/netns") if n.startswith(f"ist-{name}-")]
+    assert not net.state_dir(name).exists()
+    done = isthmus("platform", "check", TWO_CLUSTERS, "--set", "tcp.congestion_control=2")
+    assert done.returncode == 2
+    assert "tcp.congestion_control: expected an algorithm's name such as reno" in done.stderr
+
+
 def test_gilbert_elliott_losses_come_in_bursts(isthmus: Run) -> None:
     """Mean loss 5% with bursts of 8 on average: about the same number of losses as
     Bernoulli loss, but in long runs (Bernoulli at 5% almost never loses 5 in a row)."""
