@@ -9,9 +9,9 @@ platform's [tcp] table) it brings up das-4x2.toml (`isthmus net up`, a network o
 own), starts one process per cluster in the first host's namespace (the coordinator's),
 connects every pair both ways with plain sockets, and repeats REPS times, a few seconds
 apart: at a common start every process sends 2 MiB (the n M = 2 x 1 MiB a cluster
-contributes) to each of the three others and receives theirs. A repetition takes as long as its slowest flow. The lower bound of
-docs/collectives.md is L + nM/B = 2.107 s. Writes OUT_DIR/tcp-floor.json (default
-results/collectives); about 3 minutes.
+contributes) to each of the three others and receives theirs. A repetition takes as
+long as its slowest flow. The lower bound of docs/collectives.md is L + nM/B = 2.107 s.
+Writes OUT_DIR/tcp-floor.json (default results/collectives); about 3 minutes.
 """
 
 from __future__ import annotations
