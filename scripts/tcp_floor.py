@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from isthmus import net as isthmus_net
+
 ROOT = Path(__file__).resolve().parents[1]
 ISTHMUS = str(ROOT / "bin" / "isthmus")
 DAS = ROOT / "examples" / "platforms" / "das-4x2.toml"
@@ -109,7 +111,7 @@ def measure(mtu: int, congestion: str) -> dict[str, Any]:
     )
     try:
         hosts = addresses(net)
-        spaces = [f"ist-{net}-{c}0" for c in CLUSTERS]
+        spaces = [isthmus_net.netns_name(net, f"{c}0") for c in CLUSTERS]
         addr = [hosts[ns] for ns in spaces]
         args = [str(time.time() + 3.0), *addr]  # the common start, then every address
         procs = [

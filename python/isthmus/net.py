@@ -245,23 +245,16 @@ def _ip(*args: str) -> None:
         raise UserError(f"ip {' '.join(args)}: {done.stderr.strip() or 'failed'}")
 
 
+def _sysctl(ns: str, settings: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *settings], capture_output=True, text=True
+    )
+
+
 def _quiet_ipv6(ns: str) -> None:
     """IPv6 off in our namespaces: the router carries IPv4 only, and the kernel's IPv6
     router solicitations would only show up as unroutable packets."""
-    subprocess.run(
-        [
-            "ip",
-            "netns",
-            "exec",
-            ns,
-            "sysctl",
-            "-q",
-            "-w",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-        ],
-        capture_output=True,
-    )
+    _sysctl(ns, ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
 
 
 TCP_ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
@@ -289,9 +282,7 @@ def tcp_sysctls(tcp: TcpSettings) -> list[str]:
 def _set_sysctls(ns: str, settings: list[str]) -> None:
     if not settings:
         return
-    done = subprocess.run(
-        ["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *settings], capture_output=True, text=True
-    )
+    done = _sysctl(ns, settings)
     if done.returncode != 0:
         raise UserError(f"{ns}: sysctl {' '.join(settings)}: {done.stderr.strip() or 'failed'}")
 
