@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS  ?= 2
 PY    := .venv/bin/python
 
-.PHONY: all deps build test test-c test-py lint demo bench-overhead clean
+.PHONY: all deps build test test-c test-py lint check-results demo bench-overhead clean
 
 all: build
 
@@ -21,13 +21,17 @@ lint: deps
 	$(PY) -m ruff format --check python tests tools scripts
 	$(PY) -m mypy
 
+# Every rendered table agrees with its results file; every results file has its header.
+check-results: deps
+	$(PY) -m isthmus experiment render --check
+
 test-c: build
 	cd $(BUILD) && ctest --output-on-failure
 
 test-py: build
 	$(PY) -m pytest tests/python
 
-test: lint test-c test-py
+test: lint check-results test-c test-py
 
 demo: build
 	@scripts/demo.sh

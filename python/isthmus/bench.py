@@ -8,14 +8,13 @@ its output in a file, and prints the measurements as a table.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from . import paths
+from . import paths, records
 from .errors import UserError
 from .platform import Platform
 from .run import RunRequest, run
@@ -23,26 +22,6 @@ from .run import RunRequest, run
 PROGRAMS = ("pingpong", "bw", "bibw", "coll", "logp", "bcast")
 # Record fields left out of the table (the JSON lines keep them).
 NOT_SHOWN = ("record", "ranks", "clusters", "ci95_rel", "iterations", "latency_max_us")
-
-
-def read_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The header and the measurement records of a benchmark's JSON lines."""
-    header: dict[str, Any] = {}
-    records = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.startswith("{"):
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: not a JSON record ({e.msg})") from None
-        if rec.get("record") == "header":
-            header = rec
-        else:
-            records.append(rec)
-    if not header:
-        raise UserError(f"{path}: no header record: not the output of an isthmus benchmark")
-    return header, records
 
 
 def table(header: dict[str, Any], records: list[dict[str, Any]]) -> Table:
@@ -94,6 +73,6 @@ def bench(
     )
     rc = run(req)
     if output.exists() and output.stat().st_size:
-        header, records = read_records(output)
-        Console(width=max(Console().width, 120)).print(table(header, records))
+        header, recs = records.read_bench(output)
+        Console(width=max(Console().width, 120)).print(table(header, recs))
     return rc

@@ -11,7 +11,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, atomic, net, rootless
+from . import __version__, atomic, net, records, rootless
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
@@ -300,7 +300,7 @@ def cmd_net_selftest(args: argparse.Namespace) -> int:
         quick=args.quick, progress=lambda s: console.print(f"[dim]{s}[/dim]")
     )
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        records.write_json(Path(args.json), result)
     table = Table(title="isthmus net selftest: measured against targets")
     for col in ("check", "measured", "unit", "target", "result"):
         table.add_column(col, justify="right" if col == "measured" else "left")
@@ -334,6 +334,38 @@ def _choices(option: str, text: str, allowed: tuple[str, ...]) -> list[str]:
     if bad or not picked:
         raise UserError(f"{option} {text}: expected a comma-separated list of {', '.join(allowed)}")
     return picked
+
+
+def cmd_experiment_list(args: argparse.Namespace) -> int:
+    from . import experiment
+
+    t = Table(title="experiments (experiments/<area>/<name>.toml)")
+    for col in ("name", "kind", "steps", "about", "what"):
+        t.add_column(col, justify="right" if col in ("steps", "about") else "left")
+    for name, kind, title, steps, minutes in experiment.listing():
+        t.add_row(name, kind, str(steps), f"{minutes:g} min", title)
+    Console(width=max(Console().width, 140)).print(t)
+    return 0
+
+
+def cmd_experiment_run(args: argparse.Namespace) -> int:
+    from . import experiment
+
+    out = Path(args.output) if args.output else None
+    for name in args.names:
+        experiment.run(name, args.quick, out, args.allow_dirty, args.fresh)
+    return 0
+
+
+def cmd_experiment_render(args: argparse.Namespace) -> int:
+    from . import render
+
+    problems = render.render(check=args.check)
+    for p in problems:
+        print(f"isthmus: {p}", file=sys.stderr)
+    if args.check:
+        print("render --check: " + (f"{len(problems)} problems" if problems else "ok"))
+    return 1 if problems else 0
 
 
 def cmd_pio_bench(args: argparse.Namespace) -> int:
@@ -572,6 +604,23 @@ def build_parser() -> Parser:
     )
     rp.add_argument("app", nargs=argparse.REMAINDER, help="the application and its arguments")
     rp.set_defaults(func=cmd_run)
+
+    ex = sub.add_parser("experiment", help="the project's measurements: list, run, render")
+    xsub = ex.add_subparsers(dest="action", required=True, parser_class=Parser)
+    sp = xsub.add_parser("list", help="the experiments and how long each takes")
+    sp.set_defaults(func=cmd_experiment_list)
+    sp = xsub.add_parser(
+        "run", help="run (or resume) experiments; write results/<area>/<name>.json"
+    )
+    sp.add_argument("names", nargs="+", metavar="NAME", help="area/name, as 'list' shows")
+    sp.add_argument("--quick", action="store_true", help="a small version, to check it runs")
+    sp.add_argument("-o", "--output", metavar="DIR", help="results folder (default: results/)")
+    sp.add_argument("--allow-dirty", action="store_true", help="run with uncommitted code")
+    sp.add_argument("--fresh", action="store_true", help="discard the steps of an earlier run")
+    sp.set_defaults(func=cmd_experiment_run)
+    sp = xsub.add_parser("render", help="write the tables and plots from the results files")
+    sp.add_argument("--check", action="store_true", help="change nothing; fail on any difference")
+    sp.set_defaults(func=cmd_experiment_render)
 
     bp = sub.add_parser(
         "bench",

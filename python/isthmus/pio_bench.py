@@ -12,7 +12,6 @@ the schedule block, one line per strategy, raw and MPI-IO as horizontal lines.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import statistics
@@ -26,10 +25,9 @@ from rich.console import Console
 from rich.table import Table
 
 from . import paths
-from .atomic import write_text
-from .bench import read_records
 from .errors import UserError
 from .platform import Platform
+from .records import read_bench, write_json
 from .run import RunRequest, run
 from .units import format_size
 
@@ -91,7 +89,7 @@ def run_bench(req: BenchRequest) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     summary = summarize_dir(req.out_dir, network_peak(req.platform))
-    write_text(req.out_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+    write_json(req.out_dir / "summary.json", summary)
     console = Console(width=max(Console().width, 140))
     for w in summary["workloads"]:
         console.print(table(w))
@@ -204,7 +202,7 @@ def summarize_dir(out_dir: Path, peak: dict[str, float | None]) -> dict[str, Any
     for w in WORKLOADS:
         f = out_dir / f"{w}.jsonl"
         if f.exists():
-            header, records = read_records(f)
+            header, records = read_bench(f)
             workloads.append(summarize(header, records, peak))
     if not workloads:
         raise UserError(f"{out_dir}: no pio benchmark results (contiguous.jsonl, btio.jsonl)")
@@ -260,7 +258,7 @@ def plot(jsonl: Path, png: Path, peak: dict[str, float | None] | None = None) ->
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    header, records = read_records(jsonl)
+    header, records = read_bench(jsonl)
     recs = [r for r in records if r.get("record") == "pio"]
     if not recs:
         raise UserError(f"{jsonl}: no pio records")

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from . import atomic
-from .bench import read_records
 from .errors import UserError
 from .platform import LinkModel, Platform
+from .records import read_bench
 
 MAGIC = "isthmus-plogp 1"
 CLASSES = ("lan", "wan")
@@ -181,7 +181,7 @@ def fit(bench_file: Path) -> Params:
     """Parameters from the records of the `logp` benchmark: per class and size, the mean
     of every run in the file (the program's own stopping rule made each mean precise);
     L = RTT(0)/2 - g(0) as the program reports it, averaged likewise."""
-    header, records = read_records(bench_file)
+    header, records = read_bench(bench_file)
     if header.get("benchmark") != "logp":
         raise UserError(
             f"{bench_file}: results of {header.get('benchmark')!r}, expected the logp benchmark"

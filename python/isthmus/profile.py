@@ -8,7 +8,6 @@ busiest rank pairs. `plot` draws the communication matrices with cluster boundar
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from . import atomic
+from . import atomic, records
 from .errors import UserError
 from .units import format_size
 
@@ -106,16 +105,7 @@ class Profile:
 
 def load(path: str | Path) -> Profile:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such profile") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read: {e}") from None
-    except json.JSONDecodeError as e:
-        raise UserError(
-            f"{path}: not JSON ({e.msg} at line {e.lineno}): expected an isthmus profile"
-        ) from None
+    data = records.read_json(path, what="isthmus profile")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise UserError(f'{path}: not an isthmus profile (expected "schema": "{SCHEMA}")')
     if data.get("version") != VERSION:

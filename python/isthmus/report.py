@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import atomic
+from . import atomic, records
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
@@ -62,13 +62,11 @@ class SweepResults:
 
 
 def load(out: Path) -> SweepResults:
-    try:
-        sweep = json.loads((out / "sweep.json").read_text())
-        rows = json.loads((out / "results.json").read_text())
-    except FileNotFoundError as e:
-        raise UserError(f"{out}: no {Path(e.filename).name}: not a sweep's directory") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{out}: damaged results ({e.msg})") from None
+    for name in ("sweep.json", "results.json"):
+        if not (out / name).is_file():
+            raise UserError(f"{out}: no {name}: not a sweep's directory")
+    sweep = records.read_json(out / "sweep.json", what="sweep description")
+    rows = records.read_json(out / "results.json", what="sweep table")
     if not rows:
         raise UserError(f"{out}: no finished points yet")
     return SweepResults(out, sweep, rows)
@@ -145,15 +143,9 @@ def _records(path: Path) -> list[dict[str, Any]]:
     """The JSON records an isthmus benchmark printed ({"record": ...} lines); none when
     the file is missing or is another program's output."""
     try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
+        return [r for r in records.read_lines(path) if "record" in r]
+    except (OSError, UserError):
         return []
-    out = []
-    for line in lines:
-        if line.startswith('{"record"'):
-            with contextlib.suppress(json.JSONDecodeError):
-                out.append(json.loads(line))
-    return out
 
 
 def _bench_bandwidth(path: Path) -> list[tuple[int, float]]:
@@ -528,8 +520,8 @@ def context(res: SweepResults) -> str:
     for row in res.rows:
         path = res.out / "points" / row["id"] / "profile.json"
         if path.exists():
-            with contextlib.suppress(KeyError, json.JSONDecodeError):
-                libs.add(f"{row['mpi']}: {json.loads(path.read_text())['mpi']['library']}")
+            with contextlib.suppress(KeyError, UserError):
+                libs.add(f"{row['mpi']}: {records.read_json(path)['mpi']['library']}")
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

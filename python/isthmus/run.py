@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 import signal
 import subprocess
@@ -31,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from . import __version__, atomic, mpi, net, paths, rootless
+from . import __version__, mpi, net, paths, records, rootless
 from .errors import UserError
 from .platform import Platform
 
@@ -289,9 +288,9 @@ def first_failure(status_dir: Path) -> int | None:
 
 def _annotate_profile(path: Path, run_info: dict[str, Any]) -> None:
     """Add how the run was made to the profile the layer wrote (atomically)."""
-    data = json.loads(path.read_text())
+    data = records.read_json(path, "profile", "profile")
     data["run"] = run_info
-    atomic.write_text(path, json.dumps(data, indent=1) + "\n")
+    records.write_json(path, data, "profile")
 
 
 def run(req: RunRequest) -> int:

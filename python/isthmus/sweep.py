@@ -37,7 +37,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from . import atomic, paths
+from . import atomic, paths, records
 from . import platform as platform_mod
 from .errors import UserError
 from .platform import COLLECTIVES_MODES, Platform
@@ -262,8 +262,8 @@ def _profile_figures(path: Path) -> dict[str, Any]:
     rank), bytes between and inside clusters (point-to-point plus collectives' logical
     traffic), and the bytes the WAN-aware collectives sent across the WAN."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = records.read_json(path, "profile", "profile")
+    except UserError:
         return {}
     ranks = data.get("ranks", [])
     traffic = data.get("traffic", {})
@@ -351,17 +351,14 @@ def run_point(sweep: Sweep, point: Point, out: Path) -> dict[str, Any]:
     row.update(figures)
     row["missing_figures"] = missing
     row["command"] = cmd
-    atomic.write_text(pdir / "point.json", json.dumps(row, indent=1) + "\n")
+    records.write_json(pdir / "point.json", row, "sweep-point")
     return row
 
 
 def load_rows(out: Path) -> list[dict[str, Any]]:
     rows = []
     for f in sorted((out / "points").glob("*/point.json")):
-        try:
-            rows.append(json.loads(f.read_text()))
-        except json.JSONDecodeError:
-            continue  # cannot happen with atomic writes; a hand-edited file is skipped
+        rows.append(records.read_json(f, "sweep-point", "sweep point"))
     return rows
 
 
@@ -371,7 +368,7 @@ def write_table(out: Path, rows: list[dict[str, Any]], sweep: Sweep) -> None:
     rows = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
     extra = [k for k, _ in sweep.vary] + [n for a in sweep.apps for n, _ in a.figures]
     columns = [*RESULT_COLUMNS, *dict.fromkeys(extra)]
-    atomic.write_text(out / "results.json", json.dumps(rows, indent=1) + "\n")
+    records.write_json(out / "results.json", rows)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
@@ -394,12 +391,12 @@ def run_sweep(sweep: Sweep, out: Path, console: Console | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     recorded = out / "sweep.json"
     if recorded.exists():
-        before = json.loads(recorded.read_text())
+        before = records.read_json(recorded)
         if before != json.loads(json.dumps(describe(sweep))):
             raise UserError(
                 f"{out}: holds results of a different sweep ({recorded}); use another -o DIR"
             )
-    atomic.write_text(recorded, json.dumps(describe(sweep), indent=1) + "\n")
+    records.write_json(recorded, describe(sweep))
     todo = [p for p in points(sweep) if not (out / "points" / p.id / "point.json").exists()]
     total = len(points(sweep))
     console.print(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MPIS, TWO_CLUSTERS, Run
-from isthmus.bench import read_records
+from isthmus.records import read_bench
 
 
 def bench(
@@ -34,7 +34,7 @@ def bench(
     )
     assert done.returncode == 0, done.stderr
     assert f"wrote {out}" in done.stdout
-    return read_records(out)
+    return read_bench(out)
 
 
 # One host per cluster: 2 ranks, so no idle rank competes for the 2 cores meanwhile.

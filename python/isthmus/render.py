@@ -1,0 +1,422 @@
+"""`isthmus experiment render [--check]`: tables and plots made from the results files.
+
+Markdown files (README.md, docs/, results/) hold rendered blocks between markers:
+
+    <!-- render collectives/latency -->
+    ... written by render, never by hand ...
+    <!-- end render -->
+
+`render` rewrites every block from the JSON and redraws the plots; `render --check`
+rewrites nothing and fails (exit 1) when a block differs from what its JSON gives, a
+block names no known table, a plot is missing, or a results file lacks its provenance
+header, names a revision outside this history, or was made from a dirty tree or with
+--quick. The prose around the blocks is hand-written and repeats no numbers.
+
+Each table is one function of BLOCKS; the performance table (targets.py) is one too.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import atomic, bounds, paths, provenance, records
+from . import platform as platform_mod
+from .errors import UserError
+from .units import parse_duration
+
+RESULTS = paths.ROOT / "results"
+LEGACY_FILE = paths.ROOT / "experiments" / "legacy.toml"
+BLOCK = re.compile(
+    r"(?P<open><!-- render (?P<name>[\w/.-]+) -->\n)(?P<body>.*?)(?P<close><!-- end render -->)",
+    re.S,
+)
+MARKDOWN_GLOBS = ("README.md", "docs/**/*.md", "results/**/*.md")
+
+
+def load_result(name: str) -> dict[str, Any] | None:
+    """The results file of experiment NAME; None when it is not made (or is legacy)."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists() or provenance.relative(path) in legacy():
+        return None
+    return records.read_result(path)
+
+
+def made_by(res: dict[str, Any]) -> str:
+    h = res["header"]
+    reps = h["repetitions"]
+    return (
+        f"Made by `{h['command']}` at {h['revision'][:12]} on {h['date'][:10]} "
+        f"({h['machine']['cores']} cores, {h['machine']['cpu']}; "
+        f"{', '.join(h['mpi'].values()) or 'no MPI'}), {reps} repetition{'s' * (reps > 1)}, "
+        f"{max(1, round(h.get('duration_s', 0) / 60))} min: `results/{h['experiment']}.json`."
+    )
+
+
+def missing(name: str) -> str:
+    return f"*Not measured yet: run `bin/isthmus experiment run {name}`.*\n"
+
+
+def table(head: list[str], rows: list[list[str]], right_from: int = 1) -> str:
+    align = ["---" if i < right_from else "---:" for i in range(len(head))]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def ms(us: float) -> str:
+    return f"{us / 1e3:.2f} ms"
+
+
+def sec(s: float) -> str:
+    return f"{s:.3f} s"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def size(b: int) -> str:
+    for unit, n in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= n and b % n == 0:
+            return f"{b // n} {unit}"
+    return f"{b} B"
+
+
+# ---- collectives/latency -------------------------------------------------------------
+
+
+def far_latency(res: dict[str, Any]) -> str:
+    """The configured wide-area latency of a latency experiment (its other point is 0)."""
+    latencies: list[str] = [r["point"]["wan.latency"] for r in res["rows"]]
+    return max(latencies, key=parse_duration)
+
+
+def latency_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per case and collective: both entries at 10 ms and 0, the WAN latencies each
+    spends, and the speed-up over the MPI's own (same launch) and over the MPI's own
+    spinning (the plain blocking algorithm, from the case of the same MPI that spins)."""
+    far_at = far_latency(res)
+    latency_us = parse_duration(far_at) * 1e6
+    by = {
+        (r["case"], r["collective"], r["entry"], r["point"]["wan.latency"]): r for r in res["rows"]
+    }
+    cases = list(dict.fromkeys(r["case"] for r in res["rows"]))
+    colls = list(dict.fromkeys(r["collective"] for r in res["rows"]))
+    out = []
+    for case in cases:
+        mpi = next(r["mpi"] for r in res["rows"] if r["case"] == case)
+        spin_case = next((c for c in cases if c.startswith(mpi) and "spinning" in c), None)
+        for coll in colls:
+            row: dict[str, Any] = {"case": case, "mpi": mpi, "collective": coll}
+            for entry in ("mpi", "native"):
+                far, near = by[(case, coll, entry, far_at)], by[(case, coll, entry, "0")]
+                row[entry] = far
+                row[f"{entry}_0"] = near
+                row[f"{entry}_wan"] = (far["median_us"] - near["median_us"]) / latency_us
+            row["speedup"] = row["native"]["median_us"] / row["mpi"]["median_us"]
+            if spin_case:
+                plain = by[(spin_case, coll, "native", far_at)]
+                row["speedup_plain"] = plain["median_us"] / row["mpi"]["median_us"]
+            out.append(row)
+    return out
+
+
+def block_latency(res: dict[str, Any]) -> str:
+    rows = []
+    for r in latency_rows(res):
+        rows.append(
+            [
+                r["case"],
+                r["collective"],
+                f"{ms(r['mpi']['median_us'])} ({pct(r['mpi']['spread'])})",
+                ms(r["mpi_0"]["median_us"]),
+                f"{r['mpi_wan']:.2f}",
+                f"{ms(r['native']['median_us'])} ({pct(r['native']['spread'])})",
+                ms(r["native_0"]["median_us"]),
+                f"{r['native_wan']:.2f}",
+                f"{r['speedup']:.2f}x",
+                f"{r['speedup_plain']:.2f}x" if "speedup_plain" in r else "-",
+            ]
+        )
+    head = [
+        "case",
+        "collective",
+        "isthmus at 10 ms",
+        "at 0 ms",
+        "WAN latencies",
+        "MPI's own at 10 ms",
+        "at 0 ms",
+        "WAN latencies",
+        "MPI's own / isthmus",
+        "MPI's own spinning / isthmus",
+    ]
+    return table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
+
+
+def plot_latency(res: dict[str, Any], path: Path) -> None:
+    rows = latency_rows(res)
+    labels = [f"{r['collective']}\n{r['case']}".replace(", ", "\n") for r in rows]
+    series = [
+        ("MPI's own", [r["native"]["median_us"] / 1e3 for r in rows]),
+        ("isthmus", [r["mpi"]["median_us"] / 1e3 for r in rows]),
+    ]
+    bars(labels, series, "median time (ms)", "das-4x2, 10 ms WAN: 8-byte collectives", path, 10.0)
+
+
+# ---- collectives/bandwidth and tcp-floor ---------------------------------------------
+
+
+def bandwidth_rows(res: dict[str, Any], floor: dict[str, Any] | None) -> list[dict[str, Any]]:
+    plat = platform_mod.load(paths.ROOT / res["params"]["platform"], res["params"].get("set", []))
+    floors = {(r["collective"], r["bytes"]): r for r in (floor or {}).get("rows", [])}
+    by = {(r["mpi"], r["collective"], r["bytes"], r["entry"]): r for r in res["rows"]}
+    out = []
+    for mpi, coll, nbytes, entry in by:
+        if entry != "mpi":
+            continue
+        mine, theirs = by[(mpi, coll, nbytes, "mpi")], by[(mpi, coll, nbytes, "native")]
+        bound = bounds.lower_bound_s(coll, plat, nbytes)
+        tcp = floors.get((coll, nbytes))
+        out.append(
+            {
+                "mpi": mpi,
+                "collective": coll,
+                "bytes": nbytes,
+                "bound_s": bound,
+                "tcp_s": tcp["median_s"] if tcp else None,
+                "isthmus": mine,
+                "native": theirs,
+                "over_bound": mine["median_us"] / 1e6 / bound,
+                "over_tcp": mine["median_us"] / 1e6 / tcp["median_s"] if tcp else None,
+                "native_over_isthmus": theirs["median_us"] / mine["median_us"],
+            }
+        )
+    return out
+
+
+def block_bandwidth(res: dict[str, Any]) -> str:
+    floor = load_result("collectives/tcp-floor")
+    rows = []
+    for r in bandwidth_rows(res, floor):
+        i, n = r["isthmus"], r["native"]
+        rows.append(
+            [
+                r["mpi"],
+                r["collective"],
+                size(r["bytes"]),
+                sec(r["bound_s"]),
+                sec(r["tcp_s"]) if r["tcp_s"] else "-",
+                f"{sec(i['median_us'] / 1e6)} ({pct(i['spread'])})",
+                f"{n['median_us'] / 1e6:.3f} s ({pct(n['spread'])})",
+                f"{r['over_bound']:.2f}",
+                f"{r['over_tcp']:.2f}" if r["over_tcp"] else "-",
+                f"{r['native_over_isthmus']:.2f}x",
+            ]
+        )
+    head = [
+        "MPI",
+        "collective",
+        "size",
+        "lower bound",
+        "TCP floor",
+        "isthmus",
+        "MPI's own",
+        "isthmus / bound",
+        "isthmus / TCP floor",
+        "MPI's own / isthmus",
+    ]
+    text = table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
+    if floor:
+        text += "The TCP floor: " + made_by(floor).replace("Made by", "made by", 1) + "\n"
+    return text
+
+
+def plot_bandwidth(res: dict[str, Any], path: Path) -> None:
+    rows = bandwidth_rows(res, load_result("collectives/tcp-floor"))
+    labels = [f"{r['collective']}\n{size(r['bytes'])}\n{r['mpi']}" for r in rows]
+    series = [
+        ("lower bound", [r["bound_s"] for r in rows]),
+        ("TCP floor", [r["tcp_s"] or 0.0 for r in rows]),
+        ("isthmus", [r["isthmus"]["median_us"] / 1e6 for r in rows]),
+        ("MPI's own", [r["native"]["median_us"] / 1e6 for r in rows]),
+    ]
+    bars(labels, series, "median time (s)", "das-4x2, 1 MB/s links: bandwidth-bound", path)
+
+
+def block_tcp_floor(res: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["collective"],
+            size(r["bytes"]),
+            sec(r["lower_bound_s"]),
+            f"{sec(r['median_s'])} ({pct(r['spread'])})",
+            sec(r["min_s"]),
+            sec(r["max_s"]),
+            f"{r['median_s'] / r['lower_bound_s']:.2f}",
+        ]
+        for r in res["rows"]
+    ]
+    head = [
+        "collective",
+        "size",
+        "lower bound",
+        "TCP, median",
+        "fastest",
+        "slowest",
+        "median / bound",
+    ]
+    return table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
+
+
+# ---- plots -----------------------------------------------------------------------------
+
+
+def bars(
+    labels: list[str],
+    series: list[tuple[str, list[float]]],
+    ylabel: str,
+    title: str,
+    path: Path,
+    line_at: float | None = None,
+) -> None:
+    """Grouped bars, one group per label, one bar per series."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(9.0, 0.75 * len(labels)), 4.5))
+    width = 0.8 / len(series)
+    for k, (label, values) in enumerate(series):
+        offset = (k - (len(series) - 1) / 2) * width
+        ax.bar([i + offset for i in range(len(labels))], values, width, label=label)
+    if line_at is not None:
+        ax.axhline(line_at, color="gray", linestyle="--", label="one WAN latency")
+    ax.set_xticks(list(range(len(labels))), labels, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{title} (isthmus experiment render)", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- registry ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    source: str  # the experiment whose results it renders
+    text: Callable[[dict[str, Any]], str]
+    plot: Callable[[dict[str, Any], Path], None] | None = None
+    plot_file: str = ""
+
+
+BLOCKS: dict[str, Block] = {
+    "collectives/latency": Block(
+        "collectives/latency", block_latency, plot_latency, "results/collectives/latency.png"
+    ),
+    "collectives/bandwidth": Block(
+        "collectives/bandwidth",
+        block_bandwidth,
+        plot_bandwidth,
+        "results/collectives/bandwidth.png",
+    ),
+    "collectives/tcp-floor": Block("collectives/tcp-floor", block_tcp_floor),
+}
+
+
+def render_block(name: str) -> str:
+    if name == "performance":
+        from . import targets
+
+        return targets.block()
+    if name not in BLOCKS:
+        raise UserError(
+            f"unknown render block {name!r}: expected performance or {', '.join(BLOCKS)}"
+        )
+    b = BLOCKS[name]
+    res = load_result(b.source)
+    return b.text(res) if res else missing(b.source)
+
+
+def markdown_files() -> list[Path]:
+    found: list[Path] = []
+    for pattern in MARKDOWN_GLOBS:
+        found += sorted(paths.ROOT.glob(pattern))
+    return [p for p in found if ".work" not in p.parts]
+
+
+def legacy() -> dict[str, str]:
+    """Results files made before `isthmus experiment`: path -> the experiment to replace it."""
+    data = tomllib.loads(LEGACY_FILE.read_text()) if LEGACY_FILE.exists() else {}
+    return {f["path"]: f["replaced_by"] for f in data.get("file", [])}
+
+
+def header_problems() -> list[str]:
+    """What is wrong with the provenance of the committed results files."""
+    problems = []
+    old = legacy()
+    for path in sorted(RESULTS.rglob("*.json")):
+        rel = provenance.relative(path)
+        if ".work" in path.parts or rel in old:
+            continue
+        try:
+            head = records.read_result(path)["header"]
+        except UserError as e:
+            problems.append(f"{e} (no provenance header: re-make it with 'isthmus experiment run')")
+            continue
+        if not head["clean"]:
+            problems.append(f"{rel}: made from a dirty tree ({', '.join(head['dirty_files'][:3])})")
+        if head["quick"]:
+            problems.append(f"{rel}: made with --quick")
+        if not provenance.is_ancestor(head["revision"]):
+            problems.append(f"{rel}: revision {head['revision'][:12]} is not in this history")
+    for rel in old:
+        if not (paths.ROOT / rel).exists():
+            problems.append(f"{LEGACY_FILE.name}: {rel} is listed but does not exist: remove it")
+    return problems
+
+
+def render(check: bool = False) -> list[str]:
+    """Rewrite (or, with check, compare) every block and plot; the problems found."""
+    problems = header_problems() if check else []
+    for md in markdown_files():
+        text = md.read_text()
+        new = text
+        for m in BLOCK.finditer(text):
+            try:
+                body = render_block(m["name"])
+            except UserError as e:
+                problems.append(f"{provenance.relative(md)}: {e}")
+                continue
+            if body != m["body"]:
+                new = new.replace(m.group(0), m["open"] + body + m["close"], 1)
+                if check:
+                    problems.append(
+                        f"{provenance.relative(md)}: block {m['name']} differs from its JSON "
+                        "(run 'bin/isthmus experiment render')"
+                    )
+        if new != text and not check:
+            atomic.write_text(md, new)
+    for b in BLOCKS.values():
+        res = load_result(b.source)
+        if not (b.plot and res):
+            continue
+        out = paths.ROOT / b.plot_file
+        if check:
+            if not out.exists():
+                problems.append(f"{b.plot_file}: missing (run 'bin/isthmus experiment render')")
+        else:
+            b.plot(res, out)
+    return problems
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

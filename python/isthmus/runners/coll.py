@@ -1,0 +1,214 @@
+"""Runner `coll`: the layer's collectives against the MPI's own, `isthmus bench coll`.
+
+Each step is one `isthmus bench coll` run (one launch of the `coll` program) on the
+experiment's platform: one case (an MPI and its settings), one point of the varied
+settings, one group of collectives and sizes. With `entries = "mpi,native"` the program
+times the layer's collective (`MPI_X` on MPI_COMM_WORLD) and the MPI's own (the same call
+on a duplicate the layer leaves alone) alternately size by size in the same launch, so
+each row's two entries share the machine's state. Repetitions are whole passes over the
+cases, points and groups, so they are spread over the run's length.
+
+[params]
+  platform = "examples/platforms/das-4x2.toml"
+  set = ["layer.collectives=isthmus"]        # --set for every step
+  iterations = 10                            # timed calls per size (coll --iterations)
+  warmup = 1
+  entries = "mpi,native"
+  timeout = "10min"                          # per step
+  [[params.cases]]  name = "...", mpi = "mpich", set = ["layer.wait=auto"]
+                    (default: one case per MPI of the experiment, no settings)
+  [params.vary]     "wan.latency" = ["10ms", "0"]   (every combination, in order)
+  [[params.groups]] collectives = ["bcast"], min_size = "4MiB", max_size = "4MiB"
+                    (default: one group from params.collectives, min_size, max_size)
+
+A row per (case, point, collective, size, entry): the median over the repetitions of
+each launch's median call time, the smallest and largest of them, the spread
+((largest - smallest) / median) and every repetition's value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .. import paths, records
+from ..errors import UserError
+from ..experiment import Experiment, Step
+from ..units import UnitError, parse_duration, parse_size
+
+PARAMS = {
+    "platform",
+    "set",
+    "iterations",
+    "warmup",
+    "entries",
+    "timeout",
+    "cases",
+    "vary",
+    "groups",
+    "collectives",
+    "min_size",
+    "max_size",
+}
+
+
+def _where(exp: Experiment, key: str) -> str:
+    return f"{exp.path}: params.{key}"
+
+
+def cases(exp: Experiment) -> list[dict[str, Any]]:
+    given = exp.params.get("cases")
+    if given is None:
+        return [{"name": m, "mpi": m, "set": []} for m in exp.mpis]
+    return [
+        {"name": c.get("name", c["mpi"]), "mpi": c["mpi"], "set": c.get("set", [])} for c in given
+    ]
+
+
+def points(exp: Experiment) -> list[dict[str, str]]:
+    vary: dict[str, list[Any]] = exp.params.get("vary", {})
+    keys = list(vary)
+    return [
+        dict(zip(keys, map(str, combo), strict=True)) for combo in itertools.product(*vary.values())
+    ]
+
+
+def groups(exp: Experiment) -> list[dict[str, Any]]:
+    given = exp.params.get("groups")
+    if given is None:
+        given = [
+            {k: exp.params[k] for k in ("collectives", "min_size", "max_size") if k in exp.params}
+        ]
+    return [
+        {
+            "collectives": list(g["collectives"]),
+            "min_size": parse_size(g.get("min_size", 8)),
+            "max_size": parse_size(g.get("max_size", g.get("min_size", 8))),
+        }
+        for g in given
+    ]
+
+
+def check(exp: Experiment) -> None:
+    p = exp.params
+    unknown = sorted(set(p) - PARAMS)
+    if unknown:
+        raise UserError(
+            f"{_where(exp, unknown[0])}: unknown parameter: expected {', '.join(sorted(PARAMS))}"
+        )
+    if not isinstance(p.get("platform"), str) or not (paths.ROOT / p["platform"]).is_file():
+        raise UserError(
+            f"{_where(exp, 'platform')}: expected the path of a platform file in the checkout"
+        )
+    try:
+        for c in cases(exp):
+            if c["mpi"] not in exp.mpis:
+                raise UserError(
+                    f"{_where(exp, 'cases')}: case {c['name']!r} uses {c['mpi']!r}, not in mpis"
+                )
+        for g in groups(exp):
+            if not g["collectives"] or g["min_size"] > g["max_size"]:
+                raise UserError(
+                    f"{_where(exp, 'groups')}: expected collectives and min_size <= max_size"
+                )
+        parse_duration(p.get("timeout", "10min"))
+    except (KeyError, TypeError) as e:
+        raise UserError(f"{_where(exp, 'cases')}: missing or wrong key {e}") from None
+    except UnitError as e:
+        raise UserError(f"{exp.path}: params: {e}") from None
+
+
+def steps(exp: Experiment) -> list[Step]:
+    out = []
+    for rep in range(exp.repetitions):
+        for ci, case in enumerate(cases(exp)):
+            for pi, point in enumerate(points(exp)):
+                for gi, g in enumerate(groups(exp)):
+                    label = f"rep {rep + 1}, {case['name']}, " + ", ".join(
+                        [f"{k}={v}" for k, v in point.items()] + ["/".join(g["collectives"])]
+                    )
+                    spec = {"rep": rep, "case": ci, "point": pi, "group": gi}
+                    out.append(Step(f"r{rep}-c{ci}-p{pi}-g{gi}", label, spec))
+    return out
+
+
+def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
+    p = exp.params
+    case = cases(exp)[step.spec["case"]]
+    point = points(exp)[step.spec["point"]]
+    g = groups(exp)[step.spec["group"]]
+    settings = [*p.get("set", []), *case["set"], *(f"{k}={v}" for k, v in point.items())]
+    out = work / f"{step.key}.jsonl"
+    cmd = [
+        str(paths.isthmus_command()),
+        "bench",
+        "coll",
+        "-p",
+        str(paths.ROOT / p["platform"]),
+        *(x for kv in settings for x in ("--set", kv)),
+        "--mpi",
+        case["mpi"],
+        "-o",
+        str(out),
+        "--timeout",
+        str(p.get("timeout", "10min")),
+        "--",
+        "--collectives",
+        ",".join(g["collectives"]),
+        "--min-size",
+        str(g["min_size"]),
+        "--max-size",
+        str(g["max_size"]),
+        "--iterations",
+        str(p.get("iterations", 10)),
+        "--warmup",
+        str(p.get("warmup", 1)),
+        "--entries",
+        p.get("entries", "mpi,native"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise UserError(f"{step.label}: isthmus bench coll failed ({done.returncode}): {tail}")
+    header, recs = records.read_bench(out)
+    out.unlink()
+    keep = ("collective", "entry", "bytes", "latency_median_us", "latency_min_us", "latency_max_us")
+    return {
+        "mpi_library": header["mpi_library"],
+        "settings": settings,
+        "records": [{k: r[k] for k in keep} for r in recs if r.get("record") == "coll"],
+    }
+
+
+def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
+    cs, ps = cases(exp), points(exp)
+    table: dict[tuple[int, int, str, int, str], list[dict[str, Any]]] = {}
+    for s in steps_:
+        for r in outcomes[s.key]["records"]:
+            key = (s.spec["case"], s.spec["point"], r["collective"], r["bytes"], r["entry"])
+            table.setdefault(key, []).append(r)
+    out = []
+    for (ci, pi, coll, size, entry), recs in table.items():
+        reps = [r["latency_median_us"] for r in recs]
+        med = statistics.median(reps)
+        out.append(
+            {
+                "case": cs[ci]["name"],
+                "mpi": cs[ci]["mpi"],
+                "point": ps[pi],
+                "collective": coll,
+                "bytes": size,
+                "entry": entry,
+                "median_us": med,
+                "min_us": min(reps),
+                "max_us": max(reps),
+                "spread": (max(reps) - min(reps)) / med if med else 0.0,
+                "reps_us": reps,
+                "calls_min_us": min(r["latency_min_us"] for r in recs),
+                "calls_max_us": max(r["latency_max_us"] for r in recs),
+            }
+        )
+    return out

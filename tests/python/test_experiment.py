@@ -1,0 +1,205 @@
+"""`isthmus experiment`: every experiment runs in quick mode on the real emulated network
+and MPIs, its results file carries the provenance header and renders; bad experiment
+files and a dirty checkout are one-line errors; the committed results pass the check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ISTHMUS, ROOT, Run
+from isthmus import bounds, experiment, provenance, records, render
+from isthmus import platform as platform_mod
+
+NAMES = experiment.all_names()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_experiment_runs_quick_and_renders(
+    isthmus: Run, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = isthmus("experiment", "run", name, "--quick", "--allow-dirty", "-o", tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / f"{name}.json"
+    data = records.read_result(out)  # validates against docs/schemas/result.schema.json
+    head = data["header"]
+    assert head["experiment"] == name and head["quick"] is True
+    assert head["command"] == f"bin/isthmus experiment run {name} --quick"
+    assert head["machine"]["cores"] >= 1 and data["rows"]
+    exp = experiment.load(name)
+    assert set(head["mpi"]) == set(exp.mpis)
+    assert all(len(v) == 64 for v in head["platforms"].values())
+    assert not (tmp_path / ".work" / f"{name}-quick").exists()  # the steps are folded in
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    for block_name, block in render.BLOCKS.items():
+        if block.source == name:
+            text = render.render_block(block_name)
+            assert text.startswith("| ") and "--quick" in text
+
+
+def test_an_interrupted_run_resumes_from_its_steps(isthmus: Run, tmp_path: Path) -> None:
+    name = "collectives/latency"
+    exp = experiment.load(name, quick=True)
+    steps = exp.runner.steps(exp)
+    assert len(steps) == 4
+    # the first step as a previous run left it: the resumed run must not run it again
+    work = tmp_path / ".work" / f"{name}-quick"
+    work.mkdir(parents=True)
+    plan = {
+        "experiment_sha256": provenance.sha256(exp.path),
+        "revision": provenance.revision(),
+        "steps": [s.key for s in steps],
+    }
+    records.write_json(work / "plan.json", plan)
+    fake = {
+        "mpi_library": "left by an earlier run",
+        "settings": [],
+        "records": [
+            {"collective": "barrier", "entry": e, "bytes": 0, "latency_median_us": 1234.0,
+             "latency_min_us": 1234.0, "latency_max_us": 1234.0}
+            for e in ("mpi", "native")
+        ],
+    }  # fmt: skip
+    records.write_json(work / f"{steps[0].key}.json", fake)
+    done = isthmus("experiment", "run", name, "--quick", "--allow-dirty", "-o", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "resuming, 1 of 4 steps done" in done.stderr
+    rows = records.read_result(tmp_path / f"{name}.json")["rows"]
+    assert any(r["median_us"] == 1234.0 for r in rows)  # kept, not re-measured
+    assert len(rows) == 8
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('kind = "nope"\n', "kind = 'nope': expected one of coll, tcp_floor"),
+        ('kind = "coll"\nflavour = 1\n', "unknown key 'flavour'"),
+        ('kind = "coll"\nmpis = ["lam"]\n', "mpis = ['lam']: expected a list of"),
+        ('kind = "coll"\nrepetitions = 0\n', "repetitions = 0: expected a whole number >= 1"),
+        ('kind = "coll"\n[params]\nplatform = "nowhere.toml"\n', "params.platform: expected"),
+        (
+            'kind = "coll"\n[params]\nplatform = "examples/platforms/das-4x2.toml"\nsizes = 1\n',
+            "params.sizes: unknown parameter",
+        ),
+        (
+            'kind = "coll"\n[params]\nplatform = "examples/platforms/das-4x2.toml"\n'
+            'collectives = ["bcast"]\nmin_size = "lots"\n',
+            "expected a size",
+        ),
+        ('kind = "coll"\n[params\n', "not TOML"),
+    ],
+)
+def test_a_bad_experiment_file_is_one_line_and_exit_2(
+    isthmus: Run, text: str, message: str
+) -> None:
+    path = ROOT / "experiments" / "test-bad" / "bad.toml"
+    path.parent.mkdir(exist_ok=True)
+    try:
+        path.write_text(text)
+        done = isthmus("experiment", "run", "test-bad/bad", "--quick", "--allow-dirty")
+    finally:
+        shutil.rmtree(path.parent)
+    assert done.returncode == 2
+    assert message in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_an_unknown_experiment_names_the_known_ones(isthmus: Run) -> None:
+    done = isthmus("experiment", "run", "collectives/nope")
+    assert done.returncode == 2
+    assert "no experiment 'collectives/nope': expected one of collectives/" in done.stderr
+
+
+def test_a_dirty_checkout_is_refused_unless_allowed(isthmus: Run, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    with open(clone / "python" / "isthmus" / "units.py", "a") as f:
+        f.write("# changed\n")
+    (clone / "results" / "collectives" / "new.txt").write_text("output does not count\n")
+    done = subprocess.run(  # the clone's code with this checkout's venv and build
+        [str(ROOT / ".venv" / "bin" / "python"), "-m", "isthmus", "experiment", "run",
+         "collectives/tcp-floor"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(clone / "python"),
+             "ISTHMUS_BUILD": str(ROOT / "build")},
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "uncommitted changes (python/isthmus/units.py)" in done.stderr
+    assert "--allow-dirty" in done.stderr
+
+
+def test_the_committed_results_and_their_tables_agree(isthmus: Run) -> None:
+    done = isthmus("experiment", "render", "--check")
+    assert done.returncode == 0, done.stderr
+    assert "render --check: ok" in done.stdout
+
+
+def test_render_check_finds_a_table_edited_by_hand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    md = ROOT / "results" / "collectives" / "README.md"
+    text = md.read_text()
+    assert "<!-- render collectives/latency -->" in text
+    edited = text.replace(
+        "<!-- render collectives/latency -->\n",
+        "<!-- render collectives/latency -->\n| typed |\n",
+        1,
+    )
+    monkeypatch.setattr(render, "markdown_files", lambda: [tmp_path / "README.md"])
+    (tmp_path / "README.md").write_text(edited)
+    problems = render.render(check=True)
+    assert any("block collectives/latency differs from its JSON" in p for p in problems)
+    assert (tmp_path / "README.md").read_text() == edited  # --check writes nothing
+    render.render(check=False)
+    assert (tmp_path / "README.md").read_text().count("| typed |") == 0
+
+
+def test_render_check_refuses_results_without_a_clean_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    (tmp_path / "area").mkdir()
+    (tmp_path / "area" / "old.json").write_text(json.dumps({"rows": []}))
+    exp = experiment.load("collectives/latency")
+    head = provenance.header(
+        "collectives/latency", exp.path, exp.platform_files(), [], "test", 1, False, []
+    )
+    good = {"header": head, "params": {}, "rows": []}
+    records.write_result(tmp_path / "area" / "good.json", good)
+    dirty = json.loads(json.dumps(good))
+    dirty["header"] |= {"clean": False, "dirty_files": ["python/isthmus/x.py"]}
+    records.write_result(tmp_path / "area" / "dirty.json", dirty)
+    alien = json.loads(json.dumps(good))
+    alien["header"]["revision"] = "0" * 40
+    records.write_result(tmp_path / "area" / "alien.json", alien)
+    monkeypatch.setattr(render, "legacy", lambda: {})
+    problems = "\n".join(render.header_problems())
+    assert "old.json: not a valid result file" in problems
+    assert "dirty.json: made from a dirty tree (python/isthmus/x.py)" in problems
+    assert "alien.json: revision 000000000000 is not in this history" in problems
+    assert "good.json" not in problems
+
+
+def test_the_lower_bounds_are_the_cut_bounds_of_das_4x2() -> None:
+    das = platform_mod.load(ROOT / "examples" / "platforms" / "das-4x2.toml")
+    mib = 1 << 20
+    # L = 10 ms, B = 1 MB/s, C = 4 clusters of n = 2
+    assert bounds.lower_bound_s("bcast", das, 3 * mib) == pytest.approx(0.010 + mib / 1e6)
+    assert bounds.lower_bound_s("allgather", das, mib) == pytest.approx(0.010 + 2 * mib / 1e6)
+    assert bounds.lower_bound_s("alltoall", das, 64 << 10) == pytest.approx(0.010 + 4 * 65536 / 1e6)
+    assert bounds.lower_bound_s("allreduce", das, mib) == pytest.approx(0.010 + mib / 2 / 1e6)
+    flows = bounds.flows("bcast", 4, 2, 3 * mib)
+    assert [row[0] for row in flows] == [0, 0, 0, 0]  # nothing flows into the root's cluster
+    assert sum(map(sum, flows)) == 3 * 3 * mib  # each of the three others receives M
+
+
+def test_experiment_list_shows_every_experiment() -> None:
+    done = subprocess.run([str(ISTHMUS), "experiment", "list"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for name in NAMES:
+        assert name in done.stdout
