@@ -36,9 +36,10 @@ test: lint check-results test-c test-py
 demo: build
 	@scripts/demo.sh
 
-# The overhead benchmark of the profiling layer (results/overhead/).
+# The overhead benchmark of the profiling layer (results/overhead/): an experiment.
 bench-overhead: build
-	@scripts/bench-overhead.sh
+	bin/isthmus experiment run overhead/overhead
+	bin/isthmus experiment render
 
 clean:
 	rm -rf $(BUILD)

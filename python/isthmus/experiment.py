@@ -41,7 +41,7 @@ from .errors import UserError
 
 EXPERIMENTS = paths.ROOT / "experiments"
 RESULTS = paths.ROOT / "results"
-KINDS = ("coll", "tcp_floor")
+KINDS = ("coll", "tcp_floor", "selftest", "overhead", "pio", "model_bcast", "demo")
 TOP_KEYS = {"title", "kind", "mpis", "repetitions", "minutes", "params", "quick", "description"}
 MPIS = ("openmpi", "mpich")
 
@@ -73,8 +73,8 @@ class Experiment:
         return importlib.import_module(f"isthmus.runners.{self.kind}")
 
     def platform_files(self) -> list[Path]:
-        files = self.params.get("platforms") or [self.params["platform"]]
-        return [paths.ROOT / f for f in files]
+        files = self.params.get("platforms") or [self.params.get("platform")]
+        return [paths.ROOT / f for f in files if f]
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -212,6 +212,9 @@ def run(
             records.write_json(work / f"{s.key}.json", outcome)
             outcomes[s.key] = outcome
             bar.advance(task)
+            if not console.is_terminal:  # a log file: one line per step, as it ends
+                done = len(outcomes)
+                console.print(f"{name}: {done}/{len(steps)} {s.label}", highlight=False)
     rows = exp.runner.rows(exp, steps, outcomes)
     command = "bin/isthmus experiment run " + name + (" --quick" if quick else "")
     head = provenance.header(

@@ -17,7 +17,7 @@ T = (k-1) gamma + lambda_w + lambda_l with gamma = max(g_w, or_w + d_w s_w + d_l
 The optimizer is the paper's heuristic: segment sizes m = ceil(M/2^i) for every i, then
 hill climbing on the segment count k (k-5, k-1, k+1, k+5) until nothing improves; for each
 m only tree degrees from ceil(g/s) upward where the height drops (and, in the LAN layer of
-the pipelined broadcast, degrees up to gamma'/s_l). src/layer/model.c is the same
+the pipelined broadcast, degrees up to gamma'/s_l). src/model/plogp_model.c is the same
 algorithm in C, inside libisthmus; tests check that both choose alike. All times are
 microseconds, sizes bytes.
 """

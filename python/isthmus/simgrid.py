@@ -11,6 +11,7 @@ have no SimGrid equivalent and are left out (the export says so in a comment).
 
 from __future__ import annotations
 
+from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 from . import net
@@ -94,3 +95,14 @@ def hostfile(platform: Platform) -> str:
     if not lines:
         raise UserError(f"{platform.path}: no emulated hosts to export (a real site's platform)")
     return "\n".join(lines) + "\n"
+
+
+def smpirun_command(xml: Path, hosts: Path, ranks: int, argv: list[str]) -> list[str]:
+    """SMPI's launcher on an exported platform: the network model that takes the links'
+    latency and bandwidth as configured (CM02, no factors fitted to a real cluster), and
+    no simulated computation (the benchmark's own time is not the network's)."""
+    return [
+        "smpirun", "-platform", str(xml), "-hostfile", str(hosts), "-np", str(ranks),
+        "--cfg=network/model:CM02", "--cfg=smpi/simulate-computation:no",
+        "--cfg=smpi/display-timing:no", *argv,
+    ]  # fmt: skip

@@ -74,7 +74,99 @@ def _large(res: dict[str, Any], key: str) -> Measured:
     )
 
 
+def _within(points: list[tuple[float, str]], ok: Callable[[float], bool], fmt: str) -> Measured:
+    """Points (value, where) against a per-point test: how many pass, and the worst."""
+    passing = sum(ok(v) for v, _ in points)
+    worst = min(points, key=lambda p: (ok(p[0]), -abs(p[0])))
+    return Measured(
+        f"{passing} of {len(points)} points within",
+        "-",
+        f"{fmt.format(worst[0])} ({worst[1]})",
+        passing == len(points),
+    )
+
+
+def _router_delay(res: dict[str, Any]) -> Measured:
+    pts = []
+    for r in (r for r in res["rows"] if r["kind"] == "delay"):
+        e = r["raw_error_us"]
+        value = e["max"] if abs(e["max"]) >= abs(e["min"]) else e["min"]
+        pts.append((value / r["tolerance_us"], f"{r['proto']} at {r['delay_ms']:g} ms"))
+    m = _within(pts, lambda x: abs(x) <= 1.0, "{:+.2f} x tolerance")
+    m.spread = "every run's point counted"
+    return m
+
+
+def _router_rate(res: dict[str, Any]) -> Measured:
+    pts = [(v, f"{r['rate_mbit']:g} Mbit/s") for r in res["rows"] if r["kind"] == "rate"
+           for v in (r["fraction"]["min"], r["fraction"]["max"])]  # fmt: skip
+    return _within(pts, lambda x: 0.90 <= x <= 1.02, "{:.3f} of the rate")
+
+
+def _router_throughput(res: dict[str, Any]) -> Measured:
+    rows = [r for r in res["rows"] if r["kind"] == "mtu" and r["mtu"] in (1500, 9000)]
+    median = ", ".join(f"{r['goodput_gbps']['median']:.2f} Gbit/s at {r['mtu']}" for r in rows)
+    worst = min(rows, key=lambda r: r["goodput_gbps"]["min"])
+    spread = max((r["goodput_gbps"]["max"] - r["goodput_gbps"]["min"]) / r["goodput_gbps"]["median"]
+                 for r in rows)  # fmt: skip
+    return Measured(
+        median,
+        f"{spread:.0%}",
+        f"{worst['goodput_gbps']['min']:.2f} Gbit/s (MTU {worst['mtu']})",
+        all(r["goodput_gbps"]["min"] >= 4.0 for r in rows),
+    )
+
+
+def _overhead(res: dict[str, Any]) -> Measured:
+    limits = (("layer_off", 3.0, "off"), ("layer_on", 25.0, "on"))
+    pts = [(r[mode]["median_ns"] / limit, f"{r['mpi']}, {r['benchmark']}, {name}")
+           for r in res["rows"] for mode, limit, name in limits]  # fmt: skip
+    m = _within(pts, lambda x: x <= 1.0, "{:.2f} x the limit")
+    m.median = f"{m.median}; median added per call: " + ", ".join(
+        f"{name} {render.median([r[mode]['median_ns'] for r in res['rows']]):.1f} ns"
+        for mode, name in (("layer_off", "off"), ("layer_on", "on"))
+    )
+    return m
+
+
+def _model(res: dict[str, Any]) -> Measured:
+    pts = [(r["error"] / (0.03 if r["bytes"] >= 65536 else 0.05),
+            f"{r['mpi']}, {r['case']}, {render.size(r['bytes'])}")
+           for r in res["rows"] if r["kind"] == "bcast"]  # fmt: skip
+    return _within(pts, lambda x: abs(x) <= 1.0, "{:+.2f} x the allowed error")
+
+
+def _pio(res: dict[str, Any], key: str, least: float) -> Measured:
+    pts = [(r[key], f"{r['case']}, {r['workload']} {r['op']}") for r in res["rows"]
+           if r.get(key) is not None]  # fmt: skip
+    m = _within(pts, lambda x: x >= least, "{:.2f}")
+    m.median = f"{render.median([v for v, _ in pts]):.2f} ({m.median})"
+    return m
+
+
+def _demo(res: dict[str, Any]) -> Measured:
+    r = res["rows"][0]
+    slowest = max(r["runs"], key=lambda x: x["seconds"])
+    all_ok = all(x["ok"] == x["points"] for x in r["runs"])
+    return Measured(
+        f"{r['median_s'] / 60:.1f} min",
+        f"{(r['max_s'] - r['min_s']) / r['median_s']:.0%}",
+        f"{slowest['seconds'] / 60:.1f} min, {slowest['ok']} of {slowest['points']} points ok",
+        r["max_s"] <= 660 and all_ok,  # "about 10 minutes": within 10%
+    )
+
+
 MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
+    "demo-time": _demo,
+    "router-delay": _router_delay,
+    "router-rate": _router_rate,
+    "router-throughput": _router_throughput,
+    "layer-overhead": _overhead,
+    "model-error": _model,
+    "pio-raw": lambda res: _pio(res, "best_over_raw", 0.80),
+    "pio-peak": lambda res: _pio(res, "best_over_network_peak", 0.85),
+    "pio-mpiio-servers": lambda res: _pio(res, "best_over_mpiio_servers", 1.0),
+    "pio-mpiio-local": lambda res: _pio(res, "best_over_mpiio", 1.0),
     "small-one-latency": lambda res: _small(res, "one"),
     "small-2x-sleeping": lambda res: _small(res, "speedup"),
     "small-2x-plain": lambda res: _small(res, "speedup_plain"),

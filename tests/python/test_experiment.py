@@ -203,3 +203,14 @@ def test_experiment_list_shows_every_experiment() -> None:
     assert done.returncode == 0, done.stderr
     for name in NAMES:
         assert name in done.stdout
+
+
+def test_a_block_shown_as_an_example_in_fenced_code_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "```\n<!-- render collectives/latency -->\n(example)\n<!-- end render -->\n```\n"
+    (tmp_path / "doc.md").write_text(text)
+    monkeypatch.setattr(render, "markdown_files", lambda: [tmp_path / "doc.md"])
+    assert not [p for p in render.render(check=True) if "doc.md" in p]
+    render.render(check=False)
+    assert (tmp_path / "doc.md").read_text() == text

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from conftest import PLATFORMS, ROOT, TWO_CLUSTERS, Run
+from isthmus.simgrid import smpirun_command
 
 
 def test_export_mirrors_the_emulated_network(isthmus: Run, tmp_path: Path) -> None:
@@ -58,16 +59,7 @@ def test_smpi_runs_on_the_exported_platform(isthmus: Run, tmp_path: Path) -> Non
     )
     done = subprocess.run(
         [
-            "smpirun",
-            "-platform",
-            str(xml),
-            "-hostfile",
-            str(hosts),
-            "-np",
-            "4",
-            "--cfg=network/model:CM02",
-            "--cfg=smpi/simulate-computation:no",
-            str(program),
+            *smpirun_command(xml, hosts, 4, [str(program)]),
             "--max-size",
             "1048576",
             "--peer",

@@ -1,0 +1,56 @@
+"""The experiment runners, one module per `kind` of experiment file (experiment.py).
+
+Each module has `check(exp)` (its parameters, one-line errors), `steps(exp)` (the plan:
+one benchmark or probe run each), `run_step(exp, step, work)` (runs one; returns what to
+keep, as JSON) and `rows(exp, steps, outcomes)` (the results file's rows)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import paths, records
+from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ..experiment import Experiment
+
+
+def mpi_cases(exp: Experiment) -> list[dict[str, Any]]:
+    """params.cases: each an MPI and its --set settings (default: one per MPI, none)."""
+    given = exp.params.get("cases")
+    if given is None:
+        return [{"name": m, "mpi": m, "set": []} for m in exp.mpis]
+    return [
+        {"name": c.get("name", c["mpi"]), "mpi": c["mpi"], "set": c.get("set", [])} for c in given
+    ]
+
+
+def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:
+    """Run this checkout's isthmus command; a failure is one line naming the step."""
+    done = subprocess.run([str(paths.isthmus_command()), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise UserError(f"{label}: isthmus {args[0]} failed ({done.returncode}): {tail}")
+    return done
+
+
+def bench(
+    program: str,
+    platform: str,
+    settings: list[str],
+    mpi: str,
+    out: Path,
+    program_args: list[str],
+    label: str,
+    timeout: str = "10min",
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`isthmus bench PROGRAM` on a platform of the checkout: its header and records."""
+    isthmus(
+        ["bench", program, "-p", str(paths.ROOT / platform),
+         *(x for kv in settings for x in ("--set", kv)), "--mpi", mpi, "-o", str(out),
+         "--timeout", timeout, "--", *program_args],
+        label,
+    )  # fmt: skip
+    return records.read_bench(out)

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import itertools
 import statistics
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from .. import paths, records
+from .. import paths
 from ..errors import UserError
 from ..experiment import Experiment, Step
 from ..units import UnitError, parse_duration, parse_size
+from . import bench, mpi_cases
 
 PARAMS = {
     "platform",
@@ -59,13 +59,7 @@ def _where(exp: Experiment, key: str) -> str:
     return f"{exp.path}: params.{key}"
 
 
-def cases(exp: Experiment) -> list[dict[str, Any]]:
-    given = exp.params.get("cases")
-    if given is None:
-        return [{"name": m, "mpi": m, "set": []} for m in exp.mpis]
-    return [
-        {"name": c.get("name", c["mpi"]), "mpi": c["mpi"], "set": c.get("set", [])} for c in given
-    ]
+cases = mpi_cases
 
 
 def points(exp: Experiment) -> list[dict[str, str]]:
@@ -142,38 +136,16 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     g = groups(exp)[step.spec["group"]]
     settings = [*p.get("set", []), *case["set"], *(f"{k}={v}" for k, v in point.items())]
     out = work / f"{step.key}.jsonl"
-    cmd = [
-        str(paths.isthmus_command()),
-        "bench",
-        "coll",
-        "-p",
-        str(paths.ROOT / p["platform"]),
-        *(x for kv in settings for x in ("--set", kv)),
-        "--mpi",
-        case["mpi"],
-        "-o",
-        str(out),
-        "--timeout",
+    program_args = [
+        "--collectives", ",".join(g["collectives"]),
+        "--min-size", str(g["min_size"]), "--max-size", str(g["max_size"]),
+        "--iterations", str(p.get("iterations", 10)), "--warmup", str(p.get("warmup", 1)),
+        "--entries", p.get("entries", "mpi,native"),
+    ]  # fmt: skip
+    header, recs = bench(
+        "coll", p["platform"], settings, case["mpi"], out, program_args, step.label,
         str(p.get("timeout", "10min")),
-        "--",
-        "--collectives",
-        ",".join(g["collectives"]),
-        "--min-size",
-        str(g["min_size"]),
-        "--max-size",
-        str(g["max_size"]),
-        "--iterations",
-        str(p.get("iterations", 10)),
-        "--warmup",
-        str(p.get("warmup", 1)),
-        "--entries",
-        p.get("entries", "mpi,native"),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise UserError(f"{step.label}: isthmus bench coll failed ({done.returncode}): {tail}")
-    header, recs = records.read_bench(out)
+    )  # fmt: skip
     out.unlink()
     keep = ("collective", "entry", "bytes", "latency_median_us", "latency_min_us", "latency_max_us")
     return {

@@ -1,0 +1,273 @@
+"""Tables and plots of the emulated network, the layer's overhead, pio and the model,
+rendered from their results files (render.py holds the registry and the collectives')."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .render import made_by, pct, size, table
+
+STRATEGIES = ("first", "random", "hash", "window")
+
+
+def _range(s: dict[str, Any], fmt: str = "{:.1f}") -> str:
+    return f"{fmt.format(s['median'])} ({fmt.format(s['min'])} to {fmt.format(s['max'])})"
+
+
+# ---- net/selftest --------------------------------------------------------------------
+
+
+def block_selftest(res: dict[str, Any]) -> str:
+    rows = res["rows"]
+    delay = [
+        [
+            f"{r['delay_ms']:g} ms",
+            r["proto"],
+            _range(r["raw_error_us"]),
+            _range(r["error_less_veth_us"]),
+            f"{r['tolerance_us']:.0f}",
+            "yes" if max(abs(r["raw_error_us"]["min"]), abs(r["raw_error_us"]["max"]))
+            <= r["tolerance_us"] else "**no**",
+        ]
+        for r in rows if r["kind"] == "delay"
+    ]  # fmt: skip
+    text = "RTT error in us (median RTT - 2 x one-way delay; median and range over the runs):\n\n"
+    text += table(["one-way delay", "protocol", "raw error", "error less the veth pair's RTT",
+                   "tolerance", "raw within in every run"], delay, right_from=2)  # fmt: skip
+    rate = [[f"{r['rate_mbit']:g} Mbit/s", _range({k: 100 * v for k, v in r["fraction"].items()
+                                                   if k != "reps"}) + " %"]
+            for r in rows if r["kind"] == "rate"]  # fmt: skip
+    text += "\nTCP goodput at 5 ms one way, as a percentage of the configured rate:\n\n"
+    text += table(["rate", "goodput"], rate)
+    mtu = [[str(r["mtu"]), _range(r["goodput_gbps"], "{:.2f}"), _range(r["veth_gbps"], "{:.1f}")]
+           for r in rows if r["kind"] == "mtu"]  # fmt: skip
+    text += "\nTCP goodput with no delay and no rate limit, Gbit/s:\n\n"
+    text += table(["MTU", "through the router", "direct veth pair"], mtu)
+    loss = next(r for r in rows if r["kind"] == "loss")
+    lo, hi = loss["interval_99"]
+    text += (
+        f"\nLoss {loss['configured']:g} on one direction: {_range(loss['lost'], '{:.0f}')} of "
+        f"{loss['sent']} ping-pongs lost; the 99% binomial interval is {lo} to {hi}.\n"
+    )
+    return text + "\n" + made_by(res) + "\n"
+
+
+def plot_selftest(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = res["rows"]
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
+    delays = sorted({r["delay_ms"] for r in rows if r["kind"] == "delay"})
+    for proto, marker in (("tcp", "o"), ("udp", "s")):
+        rs = [r for r in rows if r["kind"] == "delay" and r["proto"] == proto]
+        for key, style in (("raw_error_us", "-"), ("error_less_veth_us", ":")):
+            med = [r[key]["median"] for r in rs]
+            err = [[m - r[key]["min"] for m, r in zip(med, rs, strict=True)],
+                   [r[key]["max"] - m for m, r in zip(med, rs, strict=True)]]  # fmt: skip
+            label = f"{proto}, {'raw' if key == 'raw_error_us' else 'less veth RTT'}"
+            ax1.errorbar(delays, med, yerr=err, marker=marker, ls=style, capsize=3, label=label)
+    tol = [max(50.0, 40.0 * d) for d in delays]
+    ax1.fill_between(delays, [-t for t in tol], tol, color="green", alpha=0.1, label="target")
+    ax1.set_xscale("log")
+    ax1.set_xlabel("configured one-way delay (ms)")
+    ax1.set_ylabel("RTT - 2 x delay (us)")
+    ax1.legend(fontsize=7)
+    rates = [r for r in rows if r["kind"] == "rate"]
+    ax2.plot([r["rate_mbit"] for r in rates], [100 * r["fraction"]["median"] for r in rates], "o-")
+    ax2.axhspan(90, 102, color="green", alpha=0.1)
+    ax2.set_xscale("log")
+    ax2.set_xlabel("configured rate (Mbit/s)")
+    ax2.set_ylabel("TCP goodput (% of rate)")
+    mtus = [r for r in rows if r["kind"] == "mtu"]
+    xs = range(len(mtus))
+    ax3.bar([x - 0.2 for x in xs], [r["goodput_gbps"]["median"] for r in mtus], 0.4, label="router")
+    ax3.bar([x + 0.2 for x in xs], [r["veth_gbps"]["median"] for r in mtus], 0.4, label="veth")
+    ax3.axhline(4, color="gray", ls="--", label="target: 4 Gbit/s")
+    ax3.set_xticks(list(xs), [str(r["mtu"]) for r in mtus])
+    ax3.set_xlabel("MTU (bytes)")
+    ax3.set_ylabel("TCP goodput, no delay (Gbit/s)")
+    ax3.legend(fontsize=7)
+    fig.suptitle("isthmus net selftest (isthmus experiment render)")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- overhead/overhead ---------------------------------------------------------------
+
+
+def block_overhead(res: dict[str, Any]) -> str:
+    def cell(m: dict[str, Any]) -> str:
+        return (f"{m['median_ns']:.1f} ({m['min_ns']:.1f} to {m['max_ns']:.1f}; "
+                f"p10-p90 {m['p10_ns']:.0f} to {m['p90_ns']:.0f})")  # fmt: skip
+
+    rows = [
+        [r["mpi"], r["benchmark"], f"{r['pmpi_ns_per_iteration']:.0f}", cell(r["layer_off"]),
+         cell(r["layer_on"])]
+        for r in res["rows"]
+    ]  # fmt: skip
+    head = ["MPI", "benchmark", "PMPI ns per iteration", "added ns per call, profiling off",
+            "added ns per call, profiling on"]  # fmt: skip
+    return table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
+
+
+def plot_overhead(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = res["rows"]
+    fig, ax = plt.subplots(figsize=(10, 4.2), constrained_layout=True)
+    labels = [f"{r['benchmark']}\n{r['mpi']}" for r in rows]
+    for k, (mode, name) in enumerate(
+        (("layer_off", "profiling off"), ("layer_on", "profiling on"))
+    ):
+        med = [r[mode]["median_ns"] for r in rows]
+        err = [[m - r[mode]["min_ns"] for m, r in zip(med, rows, strict=True)],
+               [r[mode]["max_ns"] - m for m, r in zip(med, rows, strict=True)]]  # fmt: skip
+        ax.bar([i + (k - 0.5) * 0.4 for i in range(len(rows))], med, 0.4, yerr=err, capsize=3,
+               label=name)  # fmt: skip
+    for target in (3, 25):
+        ax.axhline(target, color="gray", ls="--", lw=0.8)
+    ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    ax.set_ylabel("added ns per call (median; range over runs)")
+    ax.set_title("libisthmus overhead (isthmus experiment render)", fontsize=10)
+    ax.legend()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- pio/bench -------------------------------------------------------------------------
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def block_pio(res: dict[str, Any]) -> str:
+    rows = []
+    for r in res["rows"]:
+        per = r["best_per_strategy"]
+        via = r.get("mpiio_servers_mb_s")
+        peak = r["network_peak_mb_s"]
+        rows.append(
+            [r["case"], r["workload"], r["op"], "-" if peak is None else f"{peak:.0f}",
+             f"{r['raw_mb_s']['median']:.0f}", f"{r['mpiio_mb_s']['median']:.0f}",
+             "-" if not via else f"{via['median']:.0f}",
+             *(f"{per[s]['mb_s']:.0f} ({size(per[s]['block'])})" if s in per else "-"
+               for s in STRATEGIES),
+             _ratio(r["best_over_network_peak"]), _ratio(r["best_over_raw"]),
+             _ratio(r["best_over_mpiio"]), _ratio(r.get("best_over_mpiio_servers")),
+             f"{100 * r['spread']:.0f}%"]
+        )  # fmt: skip
+    head = ["case", "workload", "op", "network peak", "raw", "MPI-IO", "MPI-IO via servers",
+            *(f"{s}-IOS (b)" for s in STRATEGIES), "best / peak", "best / raw",
+            "best / MPI-IO", "best / via servers", "spread"]  # fmt: skip
+    return (
+        "Throughput in MB/s (medians over the repetitions); each strategy at its best "
+        "schedule block b.\n\n" + table(head, rows, right_from=3) + "\n" + made_by(res) + "\n"
+    )
+
+
+def plot_pio(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = res["rows"]
+    fig, axes = plt.subplots(
+        (len(rows) + 3) // 4, 4, figsize=(18, 3.6 * ((len(rows) + 3) // 4)), squeeze=False,
+        constrained_layout=True,
+    )  # fmt: skip
+    for ax, r in zip(axes.flat, rows, strict=False):
+        for s in STRATEGIES:
+            pts = sorted((p["block"], p) for p in r["points"] if p["strategy"] == s)
+            if pts:
+                ax.errorbar([b for b, _ in pts], [p["median"] for _, p in pts],
+                            yerr=[[p["median"] - p["min"] for _, p in pts],
+                                  [p["max"] - p["median"] for _, p in pts]],
+                            marker="o", ms=3, capsize=2, label=f"{s}-IOS")  # fmt: skip
+        if r["network_peak_mb_s"]:
+            ax.axhline(r["network_peak_mb_s"], color="gray", ls="--", label="network peak")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{r['case']}: {r['workload']} {r['op']}", fontsize=9)
+        ax.set_xlabel("schedule block b (bytes)")
+        ax.set_ylabel("MB/s")
+    axes.flat[0].legend(fontsize=7)
+    for ax in list(axes.flat)[len(rows) :]:
+        ax.set_visible(False)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+# ---- model/bcast -------------------------------------------------------------------------
+
+
+def block_model(res: dict[str, Any]) -> str:
+    bc = [
+        [r["mpi"], r["case"], size(r["bytes"]), f"{r['predicted_us'] / 1e3:.2f} ms",
+         f"{r['measured_us'] / 1e3:.2f} ms ({pct(r['spread'])})", f"{100 * r['error']:+.1f}%",
+         "-" if r["smpi_us"] is None else f"{r['smpi_us'] / 1e3:.2f} ms",
+         f"{r['native_us'] / 1e3:.2f} ms"]
+        for r in res["rows"] if r["kind"] == "bcast"
+    ]  # fmt: skip
+    text = table(["MPI", "case", "size", "model", "emulated", "model error", "SMPI",
+                  "MPI_Bcast"], bc, right_from=2)  # fmt: skip
+    fid = [
+        [r["mpi"], r["case"], f"{r['configured_delay_us']:.0f} us",
+         f"{r['measured_delay_us']:.0f} us", f"{r['configured_rate_Bps'] / 1e6:g} MB/s",
+         f"{r['measured_rate_Bps'] / 1e6:.3g} MB/s", f"{r['rate_ratio']:.3f}"]
+        for r in res["rows"] if r["kind"] == "fidelity"
+    ]  # fmt: skip
+    text += "\nlogp across the wide-area link against the configured link:\n\n"
+    text += table(["MPI", "case", "delay", "measured (L - L at 0)", "rate", "measured (1 / slope "
+                   "of g)", "measured / rate"], fid, right_from=2)  # fmt: skip
+    return text + "\n" + made_by(res) + "\n"
+
+
+def plot_model(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in res["rows"] if r["kind"] == "bcast"]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    for key in dict.fromkeys((r["mpi"], r["case"]) for r in rows):
+        rs = [r for r in rows if (r["mpi"], r["case"]) == key]
+        x = [r["bytes"] for r in rs]
+        label = f"{key[0]}, {key[1]}"
+        ax1.plot(x, [r["measured_us"] / 1e3 for r in rs], "o-", label=f"{label}: emulated")
+        ax1.plot(x, [r["predicted_us"] / 1e3 for r in rs], "x--", label=f"{label}: model")
+        ax2.plot(x, [100 * r["error"] for r in rs], "o-", label=label)
+    ax1.set_yscale("log")
+    ax1.set_ylabel("completion time (ms)")
+    ax1.legend(fontsize=6)
+    ax2.axhspan(-3, 3, color="green", alpha=0.1)
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("message size (bytes)")
+    ax2.set_ylabel("(predicted - measured) / measured (%)")
+    ax2.legend(fontsize=6)
+    ax1.set_title("P-LogP model vs emulation (isthmus experiment render)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- demo/time ---------------------------------------------------------------------------
+
+
+def block_demo(res: dict[str, Any]) -> str:
+    r = res["rows"][0]
+    runs = [[f"{k + 1}", f"{x['seconds'] / 60:.1f} min", f"{x['ok']} of {x['points']}"]
+            for k, x in enumerate(r["runs"])]  # fmt: skip
+    where = "a fresh clone" if r["clone"] else "the checkout"
+    return (
+        f"`{r['command']}` in {where}:\n\n" + table(["run", "time", "points ok"], runs)
+        + "\n" + made_by(res) + "\n"
+    )  # fmt: skip
