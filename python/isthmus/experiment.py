@@ -41,7 +41,8 @@ from .errors import UserError
 
 EXPERIMENTS = paths.ROOT / "experiments"
 RESULTS = paths.ROOT / "results"
-KINDS = ("coll", "tcp_floor", "selftest", "overhead", "pio", "model_bcast", "demo")
+# A kind is a runner module: python/isthmus/runners/<kind>.py
+KINDS = tuple(sorted(f.stem for f in (Path(__file__).parent / "runners").glob("[a-z]*.py")))
 TOP_KEYS = {"title", "kind", "mpis", "repetitions", "minutes", "params", "quick", "description"}
 MPIS = ("openmpi", "mpich")
 

@@ -17,6 +17,7 @@ Each table is one function of BLOCKS; the performance table (targets.py) is one 
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import tomllib
@@ -43,9 +44,14 @@ MARKDOWN_GLOBS = ("README.md", "docs/**/*.md", "results/**/*.md")
 def load_result(name: str) -> dict[str, Any] | None:
     """The results file of experiment NAME; None when it is not made (or is legacy)."""
     path = RESULTS / f"{name}.json"
-    if not path.exists() or provenance.relative(path) in legacy():
+    if not path.exists() or is_legacy(path):
         return None
     return records.read_result(path)
+
+
+def is_legacy(path: Path) -> bool:
+    """Listed in experiments/legacy.toml and still without a provenance header."""
+    return provenance.relative(path) in legacy() and "header" not in records.read_json(path)
 
 
 def made_by(res: dict[str, Any]) -> str:
@@ -348,6 +354,11 @@ def _register_areas() -> None:
             "model/bcast": Block("model/bcast", a.block_model, a.plot_model,
                                  "results/model/bcast-error.png"),
             "demo/time": Block("demo/time", a.block_demo),
+            "model/repeatability": Block("model/repeatability", a.block_repeatability),
+            "model/heuristic": Block("model/heuristic", a.block_heuristic),
+            "net/wait-mode": Block("net/wait-mode", a.block_wait_mode),
+            "net/mpi-bandwidth": Block("net/mpi-bandwidth", a.block_mpi_bandwidth,
+                                       a.plot_mpi_bandwidth, "results/net/mpi-bandwidth.png"),
         }
     )  # fmt: skip
 
@@ -355,7 +366,8 @@ def _register_areas() -> None:
 _register_areas()
 
 
-def render_block(name: str) -> str:
+def render_block(name: str, where: Path | None = None) -> str:
+    """The block's Markdown; its plot, if it has one, linked relative to `where`."""
     if name == "performance":
         from . import targets
 
@@ -366,7 +378,13 @@ def render_block(name: str) -> str:
         )
     b = BLOCKS[name]
     res = load_result(b.source)
-    return b.text(res) if res else missing(b.source)
+    if not res:
+        return missing(b.source)
+    text = b.text(res)
+    if b.plot_file:
+        link = os.path.relpath(paths.ROOT / b.plot_file, (where or paths.ROOT / "x").parent)
+        text = f"![{name}]({link})\n\n" + text
+    return text
 
 
 def markdown_files() -> list[Path]:
@@ -388,8 +406,10 @@ def header_problems() -> list[str]:
     old = legacy()
     for path in sorted(RESULTS.rglob("*.json")):
         rel = provenance.relative(path)
-        if ".work" in path.parts or rel in old:
+        if ".work" in path.parts or is_legacy(path):
             continue
+        if rel in old:
+            problems.append(f"{rel}: re-made by an experiment: remove it from {LEGACY_FILE.name}")
         try:
             head = records.read_result(path)["header"]
         except UserError as e:
@@ -414,9 +434,9 @@ def render(check: bool = False) -> list[str]:
         text = md.read_text()
         where = provenance.relative(md)
 
-        def fill(m: re.Match[str], where: str = where) -> str:
+        def fill(m: re.Match[str], where: str = where, md: Path = md) -> str:
             try:
-                body = render_block(m["name"])
+                body = render_block(m["name"], md)
             except UserError as e:
                 problems.append(f"{where}: {e}")
                 return m.group(0)

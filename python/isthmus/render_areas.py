@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .render import made_by, pct, size, table
+from .units import parse_duration
 
 STRATEGIES = ("first", "random", "hash", "window")
 
@@ -271,3 +272,111 @@ def block_demo(res: dict[str, Any]) -> str:
         f"`{r['command']}` in {where}:\n\n" + table(["run", "time", "points ok"], runs)
         + "\n" + made_by(res) + "\n"
     )  # fmt: skip
+
+
+# ---- model/repeatability ---------------------------------------------------------------
+
+
+def repeatability_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per MPI and benchmark: how the first two runs' figures differ, point by point."""
+    out = []
+    for mpi, case in dict.fromkeys((r["mpi"], r["case"]) for r in res["rows"]):
+        diffs = []
+        for r in (r for r in res["rows"] if (r["mpi"], r["case"]) == (mpi, case)):
+            a, b = r["reps"][:2]
+            if a + b > 0:
+                diffs.append((abs(a - b) / ((a + b) / 2), r["key"]))
+        worst = max(diffs, key=lambda d: d[0])
+        out.append({
+            "mpi": mpi, "case": case, "points": len(diffs),
+            "within": sum(d <= 0.05 for d, _ in diffs),
+            "median": sorted(d for d, _ in diffs)[len(diffs) // 2], "worst": worst,
+        })  # fmt: skip
+    return out
+
+
+def block_repeatability(res: dict[str, Any]) -> str:
+    rows = [
+        [r["mpi"], r["case"], f"{r['within']} of {r['points']}", pct(r["median"]),
+         f"{pct(r['worst'][0])} ({', '.join(str(v) for v in r['worst'][1].values())})"]
+        for r in repeatability_rows(res)
+    ]  # fmt: skip
+    head = ["MPI", "benchmark", "points within 5%", "median difference", "largest (at)"]
+    return table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
+
+
+# ---- net/mpi-bandwidth -------------------------------------------------------------------
+
+
+def block_mpi_bandwidth(res: dict[str, Any]) -> str:
+    curves: dict[tuple[str, str], dict[int, float]] = {}
+    for r in res["rows"]:
+        curves.setdefault((r["mpi"], r["point"]["wan.latency"]), {})[r["key"]["bytes"]] = r[
+            "median"
+        ]
+    sizes = [s for s in (1024, 16384, 65536, 1 << 20) if all(s in c for c in curves.values())]
+    rows = [
+        [mpi, f"{2e3 * parse_duration(lat):g} ms",
+         *(f"{c[s]:.0f}" for s in sizes), f"{max(c.values()):.0f}"]
+        for (mpi, lat), c in curves.items()
+    ]  # fmt: skip
+    head = ["MPI", "round trip", *(f"{size(s)}" for s in sizes), "peak"]
+    return (
+        "Ping-pong throughput in Mbit/s from the fastest round trip of each size (NetPIPE's "
+        "method; median over the repetitions) at some sizes, and the curve's peak:\n\n"
+        + table(head, rows, right_from=2)
+        + "\n"
+        + made_by(res)
+        + "\n"
+    )
+
+
+def plot_mpi_bandwidth(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mpis = list(dict.fromkeys(r["mpi"] for r in res["rows"]))
+    fig, axes = plt.subplots(1, len(mpis), figsize=(7 * len(mpis), 5), squeeze=False,
+                             sharey=True, constrained_layout=True)  # fmt: skip
+    for ax, mpi in zip(axes[0], mpis, strict=True):
+        for lat in dict.fromkeys(r["point"]["wan.latency"] for r in res["rows"]):
+            rs = sorted((r for r in res["rows"] if r["mpi"] == mpi and r["point"]["wan.latency"]
+                         == lat), key=lambda r: r["key"]["bytes"])  # fmt: skip
+            ax.plot([r["key"]["bytes"] for r in rs], [r["median"] for r in rs], "o-", ms=3,
+                    label=f"one way {lat}")  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("bandwidth (Mbit/s)")
+        ax.set_title(f"{mpi}: ping-pong over a 1 Gbit/s emulated WAN", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- model/heuristic ---------------------------------------------------------------------
+
+
+def block_heuristic(res: dict[str, Any]) -> str:
+    rows = []
+    for name in dict.fromkeys(r["parameters"] for r in res["rows"]):
+        rs = [r for r in res["rows"] if r["parameters"] == name]
+        worst = max(rs, key=lambda r: r["miss"])
+        rows.append([name, str(len(rs)), str(sum(r["miss"] <= 1e-9 for r in rs)),
+                     str(sum(r["miss"] <= 0.01 for r in rs)), f"{100 * worst['miss']:.1f}%",
+                     f"{worst['clusters']}, {size(worst['bytes'])}",
+                     f"{100 * max(r['miss_of_segment_search'] for r in rs):.1f}%"])  # fmt: skip
+    head = ["parameters", "cases", "optimal", "within 1%", "largest miss", "at",
+            "largest miss against the segment search alone"]  # fmt: skip
+    return table(head, rows, right_from=1) + "\n" + made_by(res) + "\n"
+
+
+# ---- net/wait-mode -------------------------------------------------------------------------
+
+
+def block_wait_mode(res: dict[str, Any]) -> str:
+    rows = [[r["case"], f"{r['median']:.1f} us ({pct(r['spread'])})",
+             " ".join(f"{v:.1f}" for v in r["reps"])] for r in res["rows"]]  # fmt: skip
+    head = ["case", "time per Allreduce (median, spread)", "every run"]
+    return table(head, rows, right_from=1) + "\n" + made_by(res) + "\n"

@@ -85,7 +85,7 @@ def test_heuristic_against_exhaustive_search() -> None:
     """Nothing beats the exhaustive search over every segmentation and every tree degree;
     the paper's segment-size search (binary steps, hill climbing) finds the best
     segmentation for its own degree rule within 10%. Where the degree rule itself misses:
-    scripts/model_heuristic.py -> results/model/heuristic.json."""
+    the experiment model/heuristic (results/model/README.md)."""
     worst = 0.0
     for lan, wan, clusters, big in GRID:
         w, ln = model.wan_layer(linear(*wan), linear(*lan)), model.lan_layer(linear(*lan))

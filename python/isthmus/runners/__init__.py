@@ -6,6 +6,7 @@ keep, as JSON) and `rows(exp, steps, outcomes)` (the results file's rows)."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,13 @@ from ..errors import UserError
 
 if TYPE_CHECKING:
     from ..experiment import Experiment
+
+
+def vary_points(exp: Experiment) -> list[dict[str, str]]:
+    """params.vary ({"wan.latency": ["10ms", "0"], ...}): every combination, in order."""
+    vary: dict[str, list[Any]] = exp.params.get("vary", {})
+    combos = itertools.product(*vary.values())
+    return [dict(zip(vary, map(str, c), strict=True)) for c in combos]
 
 
 def mpi_cases(exp: Experiment) -> list[dict[str, Any]]:
@@ -36,7 +44,7 @@ def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def bench(
+def bench_records(
     program: str,
     platform: str,
     settings: list[str],

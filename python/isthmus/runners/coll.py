@@ -28,7 +28,6 @@ each launch's median call time, the smallest and largest of them, the spread
 
 from __future__ import annotations
 
-import itertools
 import statistics
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from .. import paths
 from ..errors import UserError
 from ..experiment import Experiment, Step
 from ..units import UnitError, parse_duration, parse_size
-from . import bench, mpi_cases
+from . import bench_records, mpi_cases, vary_points
 
 PARAMS = {
     "platform",
@@ -62,12 +61,7 @@ def _where(exp: Experiment, key: str) -> str:
 cases = mpi_cases
 
 
-def points(exp: Experiment) -> list[dict[str, str]]:
-    vary: dict[str, list[Any]] = exp.params.get("vary", {})
-    keys = list(vary)
-    return [
-        dict(zip(keys, map(str, combo), strict=True)) for combo in itertools.product(*vary.values())
-    ]
+points = vary_points
 
 
 def groups(exp: Experiment) -> list[dict[str, Any]]:
@@ -142,7 +136,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         "--iterations", str(p.get("iterations", 10)), "--warmup", str(p.get("warmup", 1)),
         "--entries", p.get("entries", "mpi,native"),
     ]  # fmt: skip
-    header, recs = bench(
+    header, recs = bench_records(
         "coll", p["platform"], settings, case["mpi"], out, program_args, step.label,
         str(p.get("timeout", "10min")),
     )  # fmt: skip

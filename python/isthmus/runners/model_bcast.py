@@ -36,7 +36,7 @@ from ..errors import UserError
 from ..experiment import Experiment, Step
 from ..simgrid import smpirun_command
 from ..units import UnitError, parse_duration, parse_rate, parse_size
-from . import bench, isthmus
+from . import bench_records, isthmus
 
 PARAMS = {"bcast", "fidelity", "iterations", "logp_args"}
 SMPI_SOURCES = (
@@ -120,7 +120,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         c = exp.params["fidelity"][step.spec["case"]]
         delay = c["delay"] if step.spec["at"] == "configured" else "0"
         sets = [*c["set"], f"wan.latency={delay}"]
-        _, recs = bench(
+        _, recs = bench_records(
             "logp",
             c["platform"],
             sets,
@@ -132,7 +132,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         return {"records": [r for r in recs if r["record"] in ("logp", "logp_latency")]}
     c = exp.params["bcast"][step.spec["case"]]
     if do == "logp":
-        bench(
+        bench_records(
             "logp",
             c["platform"],
             c["set"],
@@ -147,7 +147,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     params = _params_file(work, mpi, step.spec["case"])
     args = _bcast_args(c, params, int(exp.params.get("iterations", 5)))
     if do == "bcast":
-        _, recs = bench("bcast", c["platform"], c["set"], mpi, out, args, step.label)
+        _, recs = bench_records("bcast", c["platform"], c["set"], mpi, out, args, step.label)
         return {"records": [r for r in recs if r["record"] == "bcast"]}
     return {"records": _smpi(c, args, work, step)}
 

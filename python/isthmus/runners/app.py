@@ -1,0 +1,78 @@
+"""Runner `app`: a program under `isthmus run`, one figure from the JSON it prints.
+
+Each step is one `isthmus run` of a program built for the case's MPI
+(build/bin/MPI/PROGRAM) with the case's settings; the program prints one JSON document
+on stdout, of which the runner keeps `figure`. Repetitions are whole passes over the
+cases.
+
+[params]
+  platform = "examples/platforms/one-cluster.toml"
+  set = ["clusters.local.hosts=8"]
+  program = "allreduce_loop"
+  args = ["100"]
+  figure = "us_per_allreduce"
+  [[params.cases]]  name = "openmpi, spinning", mpi = "openmpi", set = ["layer.wait=spin"]
+
+A row per case: the figure's median over the repetitions, range, spread, every value.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..errors import UserError
+from ..experiment import Experiment, Step
+from . import isthmus, mpi_cases
+
+PARAMS = {"platform", "set", "program", "args", "figure", "cases", "timeout"}
+
+
+def check(exp: Experiment) -> None:
+    unknown = sorted(set(exp.params) - PARAMS)
+    if unknown:
+        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
+                        f"{', '.join(sorted(PARAMS))}")  # fmt: skip
+    for key in ("platform", "program", "figure"):
+        if not isinstance(exp.params.get(key), str):
+            raise UserError(f"{exp.path}: params.{key}: expected a string")
+
+
+def steps(exp: Experiment) -> list[Step]:
+    cases = list(enumerate(mpi_cases(exp)))
+    return [Step(f"r{rep}-c{k}", f"rep {rep + 1}, {c['name']}", {"case": k})
+            for rep in range(exp.repetitions) for k, c in cases]  # fmt: skip
+
+
+def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
+    p = exp.params
+    case = mpi_cases(exp)[step.spec["case"]]
+    settings = [x for kv in [*p.get("set", []), *case["set"]] for x in ("--set", kv)]
+    done = isthmus(
+        ["run", "-p", str(paths.ROOT / p["platform"]), *settings,
+         "--mpi", case["mpi"], "--timeout", p.get("timeout", "5min"), "--",
+         str(paths.program(case["mpi"], p["program"])), *p.get("args", [])],
+        step.label,
+    )  # fmt: skip
+    try:
+        doc = json.loads(done.stdout[done.stdout.index("{") :])
+        return {"value": float(doc[p["figure"]])}
+    except (ValueError, KeyError):
+        raise UserError(
+            f"{step.label}: {p['program']} printed no JSON with {p['figure']}"
+        ) from None
+
+
+def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for k, c in enumerate(mpi_cases(exp)):
+        vals = [outcomes[s.key]["value"] for s in steps_ if s.spec["case"] == k]
+        med = statistics.median(vals)
+        spread = (max(vals) - min(vals)) / med if med else 0.0
+        out.append({"case": c["name"], "mpi": c["mpi"], "figure": exp.params["figure"],
+                    "median": med, "min": min(vals), "max": max(vals), "spread": spread,
+                    "reps": vals})  # fmt: skip
+    return out

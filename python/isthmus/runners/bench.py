@@ -1,0 +1,107 @@
+"""Runner `bench`: any benchmark program (`isthmus bench PROGRAM`) over MPIs and settings.
+
+Each step is one `isthmus bench` run: one MPI of the experiment, one case (a program and
+its options), one point of the varied settings. Of its records it keeps one figure
+per point, a point being named by the record's `key` fields (bytes; collective and bytes).
+Repetitions are whole passes over MPIs, cases and points.
+
+[params]
+  platform = "examples/platforms/two-clusters.toml"
+  set = []
+  [[params.cases]]  name = "pingpong", program = "pingpong", args = [...],
+                    figure = "rtt_median_us", key = ["bytes"]
+  [params.vary]     "wan.latency" = ["0", "1ms"]   (every combination, in order)
+
+A row per (MPI, case, point of vary, key): the figure's median over the repetitions,
+smallest, largest, spread and every repetition's value.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..errors import UserError
+from ..experiment import Experiment, Step
+from . import bench_records, vary_points
+
+PARAMS = {"platform", "set", "cases", "vary"}
+CASE_KEYS = {"name", "program", "args", "figure", "key"}
+
+
+points = vary_points
+
+
+def check(exp: Experiment) -> None:
+    p = exp.params
+    unknown = sorted(set(p) - PARAMS)
+    if unknown:
+        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
+                        f"{', '.join(sorted(PARAMS))}")  # fmt: skip
+    if not (paths.ROOT / str(p.get("platform", ""))).is_file():
+        raise UserError(f"{exp.path}: params.platform: expected the path of a platform file")
+    cases = p.get("cases")
+    if not isinstance(cases, list) or not cases:
+        raise UserError(f"{exp.path}: params.cases: expected a list of cases")
+    for c in cases:
+        if not isinstance(c, dict) or set(c) != CASE_KEYS:
+            raise UserError(f"{exp.path}: params.cases: each case has exactly the keys "
+                            f"{', '.join(sorted(CASE_KEYS))}")  # fmt: skip
+    if not exp.mpis:
+        raise UserError(f"{exp.path}: mpis: expected at least one MPI")
+
+
+def steps(exp: Experiment) -> list[Step]:
+    out = []
+    for rep in range(exp.repetitions):
+        for mpi in exp.mpis:
+            for ci, c in enumerate(exp.params["cases"]):
+                for pi, point in enumerate(points(exp)):
+                    where = "".join(f", {k}={v}" for k, v in point.items())
+                    spec = {"mpi": mpi, "case": ci, "point": pi, "rep": rep}
+                    label = f"rep {rep + 1}, {mpi}, {c['name']}{where}"
+                    out.append(Step(f"r{rep}-{mpi}-c{ci}-p{pi}", label, spec))
+    return out
+
+
+def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
+    p = exp.params
+    c = p["cases"][step.spec["case"]]
+    point = points(exp)[step.spec["point"]]
+    settings = [*p.get("set", []), *(f"{k}={v}" for k, v in point.items())]
+    out = work / f"{step.key}.jsonl"
+    _, recs = bench_records(c["program"], p["platform"], settings, step.spec["mpi"], out, c["args"],
+                    step.label)  # fmt: skip
+    out.unlink()
+    return {
+        "points": [
+            {"key": [r[k] for k in c["key"]], "value": float(r[c["figure"]])}
+            for r in recs
+            if c["figure"] in r
+        ]
+    }
+
+
+def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
+    table: dict[tuple[str, int, int, str], list[float]] = {}
+    keys: dict[str, list[Any]] = {}
+    for s in steps_:
+        for pt in outcomes[s.key]["points"]:
+            k = repr(pt["key"])
+            keys[k] = pt["key"]
+            table.setdefault((s.spec["mpi"], s.spec["case"], s.spec["point"], k), []).append(
+                pt["value"]
+            )
+    out = []
+    for (mpi, ci, pi, k), values in table.items():
+        c = exp.params["cases"][ci]
+        med = statistics.median(values)
+        out.append({
+            "mpi": mpi, "case": c["name"], "point": points(exp)[pi],
+            "key": dict(zip(c["key"], keys[k], strict=True)), "figure": c["figure"],
+            "median": med, "min": min(values), "max": max(values),
+            "spread": (max(values) - min(values)) / med if med else 0.0, "reps": values,
+        })  # fmt: skip
+    return out
