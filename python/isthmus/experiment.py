@@ -75,7 +75,8 @@ class Experiment:
 
     def platform_files(self) -> list[Path]:
         files = self.params.get("platforms") or [self.params.get("platform")]
-        return [paths.ROOT / f for f in files if f]
+        files += [c.get("platform") for c in self.params.get("cases", [])]
+        return [paths.ROOT / f for f in dict.fromkeys(files) if f]
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

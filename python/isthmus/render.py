@@ -467,3 +467,42 @@ def render(check: bool = False) -> list[str]:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+# ---- collectives/zero --------------------------------------------------------------------
+
+
+def zero_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per case: the layer over the MPI's own at every (collective, size) point."""
+    by = {(r["case"], r["collective"], r["bytes"], r["entry"]): r for r in res["rows"]}
+    out = []
+    for case in dict.fromkeys(r["case"] for r in res["rows"]):
+        pts = []
+        for (c, coll, nbytes, entry), r in by.items():
+            if c == case and entry == "mpi":
+                native = by[(c, coll, nbytes, "native")]
+                spread = max(r["spread"], native["spread"])
+                pts.append((r["median_us"] / native["median_us"], spread, coll, nbytes))
+        worst = max(pts)
+        out.append({
+            "case": case, "points": len(pts), "median": statistics.median(p[0] for p in pts),
+            "over_3": sum(p[0] > 1.03 for p in pts),
+            "over_3_outside_spread": sum(p[0] > 1.03 and p[0] - 1 > p[1] for p in pts),
+            "worst": worst,
+        })  # fmt: skip
+    return out
+
+
+def block_zero(res: dict[str, Any]) -> str:
+    rows = [
+        [r["case"], str(r["points"]), f"{r['median']:.3f}", str(r["over_3"]),
+         str(r["over_3_outside_spread"]),
+         f"{r['worst'][0]:.2f} ({r['worst'][2]}, {size(r['worst'][3])})"]
+        for r in zero_rows(res)
+    ]  # fmt: skip
+    head = ["case", "points", "median isthmus / MPI's own", "points over 1.03",
+            "of them beyond the repetitions' spread", "worst point"]  # fmt: skip
+    return table(head, rows, right_from=1) + "\n" + made_by(res) + "\n"
+
+
+BLOCKS["collectives/zero"] = Block("collectives/zero", block_zero)

@@ -160,7 +160,21 @@ def _demo(res: dict[str, Any]) -> Measured:
     )
 
 
+def _zero(res: dict[str, Any]) -> Measured:
+    rows = [r for r in render.zero_rows(res) if "forced" not in r["case"]]
+    worst = max(rows, key=lambda r: r["worst"][0])
+    w = worst["worst"]
+    return Measured(
+        f"{sum(r['points'] - r['over_3'] for r in rows)} of {sum(r['points'] for r in rows)} "
+        f"points within 3%; median ratio {render.median([r['median'] for r in rows]):.3f}",
+        f"{sum(r['over_3_outside_spread'] for r in rows)} over 3% beyond the spread",
+        f"{w[0]:.2f} ({worst['case']}, {w[2]}, {render.size(w[3])})",
+        all(r["over_3"] == 0 for r in rows),
+    )
+
+
 MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
+    "zero-cost": _zero,
     "demo-time": _demo,
     "router-delay": _router_delay,
     "router-rate": _router_rate,

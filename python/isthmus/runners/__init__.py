@@ -26,13 +26,17 @@ def vary_points(exp: Experiment) -> list[dict[str, str]]:
 
 
 def mpi_cases(exp: Experiment) -> list[dict[str, Any]]:
-    """params.cases: each an MPI and its --set settings (default: one per MPI, none)."""
+    """params.cases: each an MPI, its --set settings and (optionally) a platform of its own
+    (default: one case per MPI, no settings, params.platform)."""
     given = exp.params.get("cases")
+    platform = exp.params.get("platform")
     if given is None:
-        return [{"name": m, "mpi": m, "set": []} for m in exp.mpis]
+        return [{"name": m, "mpi": m, "set": [], "platform": platform} for m in exp.mpis]
     return [
-        {"name": c.get("name", c["mpi"]), "mpi": c["mpi"], "set": c.get("set", [])} for c in given
-    ]
+        {"name": c.get("name", c["mpi"]), "mpi": c["mpi"], "set": c.get("set", []),
+         "platform": c.get("platform", platform)}
+        for c in given
+    ]  # fmt: skip
 
 
 def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,8 @@ cases, points and groups, so they are spread over the run's length.
   warmup = 1
   entries = "mpi,native"
   timeout = "10min"                          # per step
-  [[params.cases]]  name = "...", mpi = "mpich", set = ["layer.wait=auto"]
+  [[params.cases]]  name = "...", mpi = "mpich", set = ["layer.wait=auto"],
+                    platform = "..." (optional: a case's own platform)
                     (default: one case per MPI of the experiment, no settings)
   [params.vary]     "wan.latency" = ["10ms", "0"]   (every combination, in order)
   [[params.groups]] collectives = ["bcast"], min_size = "4MiB", max_size = "4MiB"
@@ -97,6 +98,8 @@ def check(exp: Experiment) -> None:
                 raise UserError(
                     f"{_where(exp, 'cases')}: case {c['name']!r} uses {c['mpi']!r}, not in mpis"
                 )
+            if not (paths.ROOT / str(c["platform"])).is_file():
+                raise UserError(f"{_where(exp, 'cases')}: case {c['name']!r}: no platform file")
         for g in groups(exp):
             if not g["collectives"] or g["min_size"] > g["max_size"]:
                 raise UserError(
@@ -137,7 +140,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         "--entries", p.get("entries", "mpi,native"),
     ]  # fmt: skip
     header, recs = bench_records(
-        "coll", p["platform"], settings, case["mpi"], out, program_args, step.label,
+        "coll", case["platform"], settings, case["mpi"], out, program_args, step.label,
         str(p.get("timeout", "10min")),
     )  # fmt: skip
     out.unlink()
