@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import signal
 import time
 import tomllib
 from dataclasses import dataclass
@@ -163,6 +164,9 @@ def run(
 ) -> Path:
     """Run (or resume) an experiment; the path of the results file written."""
     console = console or Console(stderr=True)
+    # SIGTERM ends a run as Ctrl-C does: the running step stops its benchmark and takes
+    # its network down; the finished steps stay for a resume
+    signal.signal(signal.SIGTERM, _interrupted)
     exp = load(name, quick)
     dirty = provenance.changed_files()
     if dirty and not allow_dirty:
@@ -235,6 +239,10 @@ def run(
     _remove_tree(work)
     console.print(f"wrote {provenance.relative(out)} ({len(rows)} rows)")
     return out
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _remove_tree(path: Path) -> None:

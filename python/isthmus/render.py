@@ -351,6 +351,8 @@ def _register_areas() -> None:
             "overhead/overhead": Block("overhead/overhead", a.block_overhead, a.plot_overhead,
                                        "results/overhead/overhead.png"),
             "pio/bench": Block("pio/bench", a.block_pio, a.plot_pio, "results/pio/bench.png"),
+            "pio/bench-wan": Block("pio/bench-wan", a.block_pio, a.plot_pio,
+                                   "results/pio/bench-wan.png"),
             "model/bcast": Block("model/bcast", a.block_model, a.plot_model,
                                  "results/model/bcast-error.png"),
             "demo/time": Block("demo/time", a.block_demo),

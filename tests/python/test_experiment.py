@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,24 @@ def test_a_block_shown_as_an_example_in_fenced_code_is_left_alone(
     assert not [p for p in render.render(check=True) if "doc.md" in p]
     render.render(check=False)
     assert (tmp_path / "doc.md").read_text() == text
+
+
+def test_a_terminated_run_stops_its_benchmark_and_leaves_no_network(tmp_path: Path) -> None:
+    run = subprocess.Popen(
+        [str(ISTHMUS), "experiment", "run", "pio/bench", "--quick", "--allow-dirty", "-o",
+         str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    work = tmp_path / ".work" / "pio" / "bench-quick"
+    deadline = time.monotonic() + 60
+    while not (work / "plan.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)  # the step's benchmark is running
+    run.terminate()
+    _, err = run.communicate(timeout=90)
+    assert run.returncode == 130, err
+    leftover = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "ist-" not in leftover
+    ranks = subprocess.run(["pgrep", "-f", "pio_bench"], capture_output=True, text=True).stdout
+    assert not ranks.strip()
+    assert not (tmp_path / "pio" / "bench.json").exists()  # nothing half-written

@@ -41,7 +41,22 @@ def mpi_cases(exp: Experiment) -> list[dict[str, Any]]:
 
 def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:
     """Run this checkout's isthmus command; a failure is one line naming the step."""
-    done = subprocess.run([str(paths.isthmus_command()), *args], capture_output=True, text=True)
+    child = subprocess.Popen(
+        [str(paths.isthmus_command()), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = child.communicate()
+    except BaseException:  # interrupted: let the child take its network down, then go
+        child.terminate()
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+        raise
+    done = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise UserError(f"{label}: isthmus {args[0]} failed ({done.returncode}): {tail}")
