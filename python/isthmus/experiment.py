@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import shutil
 import signal
 import time
 import tomllib
@@ -39,13 +40,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import paths, provenance, records
 from .errors import UserError
+from .mpi import IMPLEMENTATIONS
 
 EXPERIMENTS = paths.ROOT / "experiments"
 RESULTS = paths.ROOT / "results"
 # A kind is a runner module: python/isthmus/runners/<kind>.py
 KINDS = tuple(sorted(f.stem for f in (Path(__file__).parent / "runners").glob("[a-z]*.py")))
 TOP_KEYS = {"title", "kind", "mpis", "repetitions", "minutes", "params", "quick", "description"}
-MPIS = ("openmpi", "mpich")
+MPIS = tuple(IMPLEMENTATIONS)
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,12 @@ def load(name: str, quick: bool = False) -> Experiment:
         params=params,
         quick=quick,
     )
+    unknown = sorted(set(params) - exp.runner.PARAMS)
+    if unknown:
+        raise UserError(
+            f"{path}: params.{unknown[0]}: unknown parameter: expected "
+            f"{', '.join(sorted(exp.runner.PARAMS))}"
+        )
     exp.runner.check(exp)
     return exp
 
@@ -184,7 +192,7 @@ def run(
     }
     plan_file = work / "plan.json"
     if fresh and work.exists():
-        _remove_tree(work)
+        shutil.rmtree(work, ignore_errors=True)
     if plan_file.exists() and records.read_json(plan_file) != plan:
         raise UserError(
             f"{work}: holds steps of another version of {name} (its file or the code changed): "
@@ -236,19 +244,13 @@ def run(
     head["duration_s"] = round(time.monotonic() - started, 1)
     out = result_path(name, out_dir)
     records.write_result(out, {"header": head, "params": exp.params, "rows": rows})
-    _remove_tree(work)
+    shutil.rmtree(work, ignore_errors=True)
     console.print(f"wrote {provenance.relative(out)} ({len(rows)} rows)")
     return out
 
 
 def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def listing() -> list[tuple[str, str, str, int, float]]:

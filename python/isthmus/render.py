@@ -89,6 +89,7 @@ def pct(x: float) -> str:
 
 
 def size(b: int) -> str:
+    """Exact sizes for tables ("1500 B", "64 KiB"); units.format_size rounds (1.46KiB)."""
     for unit, n in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if b >= n and b % n == 0:
             return f"{b // n} {unit}"
@@ -283,7 +284,53 @@ def block_tcp_floor(res: dict[str, Any]) -> str:
     return table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
 
 
+# ---- collectives/zero --------------------------------------------------------------------
+
+
+def zero_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per case: the layer over the MPI's own at every (collective, size) point."""
+    by = {(r["case"], r["collective"], r["bytes"], r["entry"]): r for r in res["rows"]}
+    out = []
+    for case in dict.fromkeys(r["case"] for r in res["rows"]):
+        pts = []
+        for (c, coll, nbytes, entry), r in by.items():
+            if c == case and entry == "mpi":
+                native = by[(c, coll, nbytes, "native")]
+                spread = max(r["spread"], native["spread"])
+                pts.append((r["median_us"] / native["median_us"], spread, coll, nbytes))
+        worst = max(pts)
+        out.append({
+            "case": case, "points": len(pts), "median": statistics.median(p[0] for p in pts),
+            "over_3": sum(p[0] > 1.03 for p in pts),
+            "over_3_outside_spread": sum(p[0] > 1.03 and p[0] - 1 > p[1] for p in pts),
+            "worst": worst,
+        })  # fmt: skip
+    return out
+
+
+def block_zero(res: dict[str, Any]) -> str:
+    rows = [
+        [r["case"], str(r["points"]), f"{r['median']:.3f}", str(r["over_3"]),
+         str(r["over_3_outside_spread"]),
+         f"{r['worst'][0]:.2f} ({r['worst'][2]}, {size(r['worst'][3])})"]
+        for r in zero_rows(res)
+    ]  # fmt: skip
+    head = ["case", "points", "median isthmus / MPI's own", "points over 1.03",
+            "of them beyond the repetitions' spread", "worst point"]  # fmt: skip
+    return table(head, rows, right_from=1) + "\n" + made_by(res) + "\n"
+
+
 # ---- plots -----------------------------------------------------------------------------
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot, drawing to files only (no display on these machines)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def bars(
@@ -295,11 +342,7 @@ def bars(
     line_at: float | None = None,
 ) -> None:
     """Grouped bars, one group per label, one bar per series."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(9.0, 0.75 * len(labels)), 4.5))
     width = 0.8 / len(series)
     for k, (label, values) in enumerate(series):
@@ -338,6 +381,7 @@ BLOCKS: dict[str, Block] = {
         "results/collectives/bandwidth.png",
     ),
     "collectives/tcp-floor": Block("collectives/tcp-floor", block_tcp_floor),
+    "collectives/zero": Block("collectives/zero", block_zero),
 }
 
 
@@ -465,46 +509,3 @@ def render(check: bool = False) -> list[str]:
         else:
             b.plot(res, out)
     return problems
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-# ---- collectives/zero --------------------------------------------------------------------
-
-
-def zero_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per case: the layer over the MPI's own at every (collective, size) point."""
-    by = {(r["case"], r["collective"], r["bytes"], r["entry"]): r for r in res["rows"]}
-    out = []
-    for case in dict.fromkeys(r["case"] for r in res["rows"]):
-        pts = []
-        for (c, coll, nbytes, entry), r in by.items():
-            if c == case and entry == "mpi":
-                native = by[(c, coll, nbytes, "native")]
-                spread = max(r["spread"], native["spread"])
-                pts.append((r["median_us"] / native["median_us"], spread, coll, nbytes))
-        worst = max(pts)
-        out.append({
-            "case": case, "points": len(pts), "median": statistics.median(p[0] for p in pts),
-            "over_3": sum(p[0] > 1.03 for p in pts),
-            "over_3_outside_spread": sum(p[0] > 1.03 and p[0] - 1 > p[1] for p in pts),
-            "worst": worst,
-        })  # fmt: skip
-    return out
-
-
-def block_zero(res: dict[str, Any]) -> str:
-    rows = [
-        [r["case"], str(r["points"]), f"{r['median']:.3f}", str(r["over_3"]),
-         str(r["over_3_outside_spread"]),
-         f"{r['worst'][0]:.2f} ({r['worst'][2]}, {size(r['worst'][3])})"]
-        for r in zero_rows(res)
-    ]  # fmt: skip
-    head = ["case", "points", "median isthmus / MPI's own", "points over 1.03",
-            "of them beyond the repetitions' spread", "worst point"]  # fmt: skip
-    return table(head, rows, right_from=1) + "\n" + made_by(res) + "\n"
-
-
-BLOCKS["collectives/zero"] = Block("collectives/zero", block_zero)

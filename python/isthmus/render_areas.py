@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .render import made_by, pct, size, table
+from .render import made_by, pct, pyplot, size, table
 from .units import parse_duration
 
 STRATEGIES = ("first", "random", "hash", "window")
@@ -55,10 +55,7 @@ def block_selftest(res: dict[str, Any]) -> str:
 
 
 def plot_selftest(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = res["rows"]
     fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
@@ -116,10 +113,7 @@ def block_overhead(res: dict[str, Any]) -> str:
 
 
 def plot_overhead(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = res["rows"]
     fig, ax = plt.subplots(figsize=(10, 4.2), constrained_layout=True)
@@ -175,10 +169,7 @@ def block_pio(res: dict[str, Any]) -> str:
 
 
 def plot_pio(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = res["rows"]
     fig, axes = plt.subplots(
@@ -232,10 +223,7 @@ def block_model(res: dict[str, Any]) -> str:
 
 
 def plot_model(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = [r for r in res["rows"] if r["kind"] == "bcast"]
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
@@ -332,10 +320,7 @@ def block_mpi_bandwidth(res: dict[str, Any]) -> str:
 
 
 def plot_mpi_bandwidth(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     mpis = list(dict.fromkeys(r["mpi"] for r in res["rows"]))
     fig, axes = plt.subplots(1, len(mpis), figsize=(7 * len(mpis), 5), squeeze=False,

@@ -9,6 +9,7 @@ worst point, and met / not met. A target whose experiment has no results file ma
 
 from __future__ import annotations
 
+import statistics
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ def _small(res: dict[str, Any], key: str) -> Measured:
         vals = [(r["mpi_wan"], r) for r in rows]
         worst = max(vals, key=lambda v: v[0])
         return Measured(
-            f"{render.median([v for v, _ in vals]):.2f} WAN latencies",
+            f"{statistics.median([v for v, _ in vals]):.2f} WAN latencies",
             f"{max(r['mpi']['spread'] for r in rows):.0%}",
             f"{worst[0]:.2f} ({worst[1]['case']}, {worst[1]['collective']})",
             worst[0] <= 1.10,
@@ -47,7 +48,7 @@ def _small(res: dict[str, Any], key: str) -> Measured:
     vals = [(r[key], r) for r in rows]
     worst = min(vals, key=lambda v: v[0])
     return Measured(
-        f"{render.median([v for v, _ in vals]):.2f}x ({len(vals)} rows)",
+        f"{statistics.median([v for v, _ in vals]):.2f}x ({len(vals)} rows)",
         f"{max(max(r['mpi']['spread'], r['native']['spread']) for r in rows):.0%}",
         f"{worst[0]:.2f}x ({worst[1]['case']}, {worst[1]['collective']})",
         worst[0] >= 2.0,
@@ -71,7 +72,7 @@ def _large(res: dict[str, Any], key: str) -> Measured:
         unit = "x"
     where = f"{worst[1]['mpi']}, {worst[1]['collective']} {render.size(worst[1]['bytes'])}"
     return Measured(
-        f"{render.median([v for v, _ in vals]):.2f}{unit}",
+        f"{statistics.median([v for v, _ in vals]):.2f}{unit}",
         spread,
         f"{worst[0]:.2f}{unit} ({where})",
         ok,
@@ -134,7 +135,7 @@ def _overhead(res: dict[str, Any]) -> Measured:
            for r in res["rows"] for mode, limit, name in limits]  # fmt: skip
     m = _within(pts, lambda x: x <= 1.0, "{:.2f} x the limit", lambda x: x)
     m.median = f"{m.median}; median added per call: " + ", ".join(
-        f"{name} {render.median([r[mode]['median_ns'] for r in res['rows']]):.1f} ns"
+        f"{name} {statistics.median([r[mode]['median_ns'] for r in res['rows']]):.1f} ns"
         for mode, name in (("layer_off", "off"), ("layer_on", "on"))
     )
     return m
@@ -151,7 +152,7 @@ def _pio(res: dict[str, Any], key: str, least: float) -> Measured:
     pts = [(r[key], f"{r['case']}, {r['workload']} {r['op']}") for r in res["rows"]
            if r.get(key) is not None]  # fmt: skip
     m = _within(pts, lambda x: x >= least, "{:.2f}", lambda x: -x)
-    m.median = f"{render.median([v for v, _ in pts]):.2f} ({m.median})"
+    m.median = f"{statistics.median([v for v, _ in pts]):.2f} ({m.median})"
     return m
 
 
@@ -173,7 +174,7 @@ def _zero(res: dict[str, Any]) -> Measured:
     w = worst["worst"]
     return Measured(
         f"{sum(r['points'] - r['over_3'] for r in rows)} of {sum(r['points'] for r in rows)} "
-        f"points within 3%; median ratio {render.median([r['median'] for r in rows]):.3f}",
+        f"points within 3%; median ratio {statistics.median([r['median'] for r in rows]):.3f}",
         f"{sum(r['over_3_outside_spread'] for r in rows)} over 3% beyond the spread",
         f"{w[0]:.2f} ({worst['case']}, {w[2]}, {render.size(w[3])})",
         all(r["over_3"] == 0 for r in rows),

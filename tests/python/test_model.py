@@ -141,7 +141,10 @@ def test_parameters_from_the_platform() -> None:
 
 def test_fit_averages_logp_records(tmp_path: Path) -> None:
     f = tmp_path / "logp.jsonl"
-    rows = [{"record": "header", "benchmark": "logp", "platform": "two-clusters"}]
+    # the header every benchmark program writes (docs/schemas/bench-header.schema.json)
+    rows = [{"record": "header", "benchmark": "logp", "platform": "two-clusters",
+             "mpi_library": "test", "ranks": 4, "date": "2026-11-25T00:00:00Z",
+             "command": ["logp"], "options": {}}]  # fmt: skip
     for run in range(2):
         for m in (0, 1024):
             rows.append(

@@ -1,12 +1,14 @@
 """The experiment runners, one module per `kind` of experiment file (experiment.py).
 
-Each module has `check(exp)` (its parameters, one-line errors), `steps(exp)` (the plan:
+Each module has `PARAMS` (the names of its parameters: experiment.load refuses others),
+`check(exp)` (their values, one-line errors), `steps(exp)` (the plan:
 one benchmark or probe run each), `run_step(exp, step, work)` (runs one; returns what to
 keep, as JSON) and `rows(exp, steps, outcomes)` (the results file's rows)."""
 
 from __future__ import annotations
 
 import itertools
+import statistics
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,23 @@ from ..errors import UserError
 
 if TYPE_CHECKING:
     from ..experiment import Experiment
+
+
+def require_platform(exp: Experiment) -> None:
+    """params.platform names a platform file of the checkout."""
+    platform = exp.params.get("platform")
+    if not isinstance(platform, str) or not (paths.ROOT / platform).is_file():
+        raise UserError(
+            f"{exp.path}: params.platform: expected the path of a platform file in the checkout"
+        )
+
+
+def spread_stats(values: list[float]) -> dict[str, Any]:
+    """Median, range, spread ((largest - smallest) / median) and every value."""
+    med = statistics.median(values)
+    spread = (max(values) - min(values)) / med if med else 0.0
+    return {"median": med, "min": min(values), "max": max(values), "spread": spread,
+            "reps": values}  # fmt: skip
 
 
 def vary_points(exp: Experiment) -> list[dict[str, str]]:

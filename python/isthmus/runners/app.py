@@ -19,23 +19,18 @@ A row per case: the figure's median over the repetitions, range, spread, every v
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import UserError
 from ..experiment import Experiment, Step
-from . import isthmus, mpi_cases
+from . import isthmus, mpi_cases, spread_stats
 
 PARAMS = {"platform", "set", "program", "args", "figure", "cases", "timeout"}
 
 
 def check(exp: Experiment) -> None:
-    unknown = sorted(set(exp.params) - PARAMS)
-    if unknown:
-        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
-                        f"{', '.join(sorted(PARAMS))}")  # fmt: skip
     for key in ("platform", "program", "figure"):
         if not isinstance(exp.params.get(key), str):
             raise UserError(f"{exp.path}: params.{key}: expected a string")
@@ -70,9 +65,6 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
     out = []
     for k, c in enumerate(mpi_cases(exp)):
         vals = [outcomes[s.key]["value"] for s in steps_ if s.spec["case"] == k]
-        med = statistics.median(vals)
-        spread = (max(vals) - min(vals)) / med if med else 0.0
         out.append({"case": c["name"], "mpi": c["mpi"], "figure": exp.params["figure"],
-                    "median": med, "min": min(vals), "max": max(vals), "spread": spread,
-                    "reps": vals})  # fmt: skip
+                    **spread_stats(vals)})  # fmt: skip
     return out

@@ -18,14 +18,12 @@ smallest, largest, spread and every repetition's value.
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any
 
-from .. import paths
 from ..errors import UserError
 from ..experiment import Experiment, Step
-from . import bench_records, vary_points
+from . import bench_records, require_platform, spread_stats, vary_points
 
 PARAMS = {"platform", "set", "cases", "vary"}
 CASE_KEYS = {"name", "program", "args", "figure", "key"}
@@ -36,12 +34,7 @@ points = vary_points
 
 def check(exp: Experiment) -> None:
     p = exp.params
-    unknown = sorted(set(p) - PARAMS)
-    if unknown:
-        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
-                        f"{', '.join(sorted(PARAMS))}")  # fmt: skip
-    if not (paths.ROOT / str(p.get("platform", ""))).is_file():
-        raise UserError(f"{exp.path}: params.platform: expected the path of a platform file")
+    require_platform(exp)
     cases = p.get("cases")
     if not isinstance(cases, list) or not cases:
         raise UserError(f"{exp.path}: params.cases: expected a list of cases")
@@ -97,11 +90,9 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
     out = []
     for (mpi, ci, pi, k), values in table.items():
         c = exp.params["cases"][ci]
-        med = statistics.median(values)
         out.append({
             "mpi": mpi, "case": c["name"], "point": points(exp)[pi],
             "key": dict(zip(c["key"], keys[k], strict=True)), "figure": c["figure"],
-            "median": med, "min": min(values), "max": max(values),
-            "spread": (max(values) - min(values)) / med if med else 0.0, "reps": values,
+            **spread_stats(values),
         })  # fmt: skip
     return out

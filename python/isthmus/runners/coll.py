@@ -37,7 +37,7 @@ from .. import paths
 from ..errors import UserError
 from ..experiment import Experiment, Step
 from ..units import UnitError, parse_duration, parse_size
-from . import bench_records, mpi_cases, vary_points
+from . import bench_records, mpi_cases, require_platform, vary_points
 
 PARAMS = {
     "platform",
@@ -83,15 +83,7 @@ def groups(exp: Experiment) -> list[dict[str, Any]]:
 
 def check(exp: Experiment) -> None:
     p = exp.params
-    unknown = sorted(set(p) - PARAMS)
-    if unknown:
-        raise UserError(
-            f"{_where(exp, unknown[0])}: unknown parameter: expected {', '.join(sorted(PARAMS))}"
-        )
-    if not isinstance(p.get("platform"), str) or not (paths.ROOT / p["platform"]).is_file():
-        raise UserError(
-            f"{_where(exp, 'platform')}: expected the path of a platform file in the checkout"
-        )
+    require_platform(exp)
     try:
         for c in cases(exp):
             if c["mpi"] not in exp.mpis:

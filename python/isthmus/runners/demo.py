@@ -33,10 +33,6 @@ PARAMS = {"clone", "command", "env", "sweep", "timeout"}
 
 
 def check(exp: Experiment) -> None:
-    unknown = sorted(set(exp.params) - PARAMS)
-    if unknown:
-        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
-                        f"{', '.join(sorted(PARAMS))}")  # fmt: skip
     cmd = exp.params.get("command")
     if not isinstance(cmd, list) or not cmd or not all(isinstance(x, str) for x in cmd):
         raise UserError(f"{exp.path}: params.command: expected a list of strings")

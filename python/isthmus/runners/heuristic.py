@@ -30,10 +30,6 @@ PARAMS = {"platforms", "layouts", "sizes"}
 
 
 def check(exp: Experiment) -> None:
-    unknown = sorted(set(exp.params) - PARAMS)
-    if unknown:
-        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
-                        f"{', '.join(sorted(PARAMS))}")  # fmt: skip
     try:
         [parse_size(s) for s in exp.params["sizes"]]
         assert all(isinstance(x, list) and x for x in exp.params["layouts"])

@@ -50,12 +50,6 @@ SMPI_SOURCES = (
 
 
 def check(exp: Experiment) -> None:
-    unknown = sorted(set(exp.params) - PARAMS)
-    if unknown:
-        raise UserError(
-            f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
-            f"{', '.join(sorted(PARAMS))}"
-        )
     try:
         for c in exp.params.get("bcast", []):
             assert (paths.ROOT / c["platform"]).is_file(), c["platform"]

@@ -35,10 +35,6 @@ MODES = ("layer_off", "layer_on")
 
 
 def check(exp: Experiment) -> None:
-    unknown = sorted(set(exp.params) - PARAMS)
-    if unknown:
-        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
-                        f"{', '.join(sorted(PARAMS))}")  # fmt: skip
     for key in ("rounds", "iterations"):
         if not isinstance(exp.params.get(key), int) or exp.params[key] < 1:
             raise UserError(f"{exp.path}: params.{key}: expected a whole number >= 1")

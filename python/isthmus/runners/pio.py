@@ -28,7 +28,7 @@ from typing import Any
 from .. import paths, records
 from ..errors import UserError
 from ..experiment import Experiment, Step
-from . import isthmus, mpi_cases
+from . import isthmus, mpi_cases, require_platform
 
 PARAMS = {"platform", "blocks", "size", "workloads", "cases", "timeout"}
 
@@ -37,12 +37,7 @@ cases = mpi_cases
 
 
 def check(exp: Experiment) -> None:
-    unknown = sorted(set(exp.params) - PARAMS)
-    if unknown:
-        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected "
-                        f"{', '.join(sorted(PARAMS))}")  # fmt: skip
-    if not (paths.ROOT / str(exp.params.get("platform", ""))).is_file():
-        raise UserError(f"{exp.path}: params.platform: expected the path of a platform file")
+    require_platform(exp)
     try:
         for c in cases(exp):
             if c["mpi"] not in exp.mpis:

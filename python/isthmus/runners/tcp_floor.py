@@ -39,6 +39,7 @@ from .. import platform as platform_mod
 from ..errors import UserError
 from ..experiment import Experiment, Step
 from ..units import UnitError, parse_duration, parse_size
+from . import require_platform
 
 PARAMS = {"platform", "set", "transfers", "spacing", "groups"}
 PORT = 5701
@@ -56,12 +57,7 @@ def cases(exp: Experiment) -> list[tuple[str, int]]:
 
 def check(exp: Experiment) -> None:
     p = exp.params
-    unknown = sorted(set(p) - PARAMS)
-    if unknown:
-        expected = ", ".join(sorted(PARAMS))
-        raise UserError(f"{exp.path}: params.{unknown[0]}: unknown parameter: expected {expected}")
-    if not isinstance(p.get("platform"), str) or not (paths.ROOT / p["platform"]).is_file():
-        raise UserError(f"{exp.path}: params.platform: expected the path of a platform file")
+    require_platform(exp)
     try:
         plat = _platform(exp)
         for coll, size in cases(exp):
