@@ -256,6 +256,10 @@ def launch(
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        # A launcher told to stop may exit before its ranks do: nothing of the job
+        # (its process group) outlives the run, nor the network it takes down next.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
     rc = proc.returncode
     if stopped == "timeout":
         return EXIT_TIMEOUT, stopped
