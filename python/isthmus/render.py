@@ -400,6 +400,7 @@ def _register_areas() -> None:
             "model/bcast": Block("model/bcast", a.block_model, a.plot_model,
                                  "results/model/bcast-error.png"),
             "demo/time": Block("demo/time", a.block_demo),
+            "demo/shows": Block("demo/time", a.block_demo_shows),
             "model/repeatability": Block("model/repeatability", a.block_repeatability),
             "model/heuristic": Block("model/heuristic", a.block_heuristic),
             "net/wait-mode": Block("net/wait-mode", a.block_wait_mode),

@@ -262,6 +262,55 @@ def block_demo(res: dict[str, Any]) -> str:
     )  # fmt: skip
 
 
+DEMO_PLACES = ("one-cluster", "0", "0.5ms", "1ms", "2ms")
+# (application, figure, what the table shows, format)
+DEMO_FIGURES = (
+    ("collectives", "allreduce_8B_us", "8-byte Allreduce, us", "{:.0f}"),
+    ("lammps", "loop_s", "LAMMPS loop time, s", "{:.2f}"),
+)
+
+
+def _at(point: dict[str, Any], place: str) -> bool:
+    """Whether a sweep point ran at place: the one-cluster baseline or a one-way latency."""
+    if place == "one-cluster":
+        return bool(point["platform"] == place)
+    return point["platform"] != "one-cluster" and str(point.get("wan.latency")) == place
+
+
+def _demo_cells(points: list[dict[str, Any]], figure: str, fmt: str) -> list[str]:
+    """Per place: the median of the points' figure, with its range when it ran more than
+    once."""
+    cells = []
+    for place in DEMO_PLACES:
+        vals = sorted(p[figure] for p in points if p.get(figure) is not None and _at(p, place))
+        if not vals:
+            cells.append("-")
+            continue
+        med, lo, hi = (fmt.format(v) for v in (vals[len(vals) // 2], vals[0], vals[-1]))
+        cells.append(med if len(vals) == 1 else f"{med} ({lo}-{hi})")
+    return cells
+
+
+def block_demo_shows(res: dict[str, Any]) -> str:
+    """The demo sweep's headline figures (the last run's), per MPI and collectives mode."""
+    points = [p for p in res["rows"][0]["runs"][-1].get("figures", []) if p["status"] == "ok"]
+    places = [f"{x.removesuffix('ms')} ms one way" for x in DEMO_PLACES[1:]]
+    head = ["MPI", "collectives", "one cluster", *places]
+    text = ""
+    for app, figure, unit, fmt in DEMO_FIGURES:
+        mine = [p for p in points if p["app"] == app]
+        body = []
+        for mpi, coll in dict.fromkeys((p["mpi"], p["coll"]) for p in mine):
+            same = [p for p in mine if (p["mpi"], p["coll"]) == (mpi, coll)]
+            body.append([mpi, coll, *_demo_cells(same, figure, fmt)])
+        if body:
+            text += f"{unit} (median of the repeats, their range in brackets):\n\n"
+            text += table(head, body, 2) + "\n"
+    if not text:
+        text = "*The demo's sweep measured none of these figures in this run.*\n\n"
+    return text + made_by(res) + "\n"
+
+
 # ---- model/repeatability ---------------------------------------------------------------
 
 

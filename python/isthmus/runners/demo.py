@@ -12,7 +12,9 @@ points, how many ended ok. The clone is removed afterwards.
   env = { DEMO_OUT = "{out}" }
   sweep = "{out}/sweep"                         # the sweep folder the command writes
 
-A row per repetition: seconds, points, points ok.
+A row per repetition: seconds, points, points ok, and the figures of every point that
+ran (application, MPI, collectives, platform, settings, repeat, times and the sweep's
+figures), which docs/demo.md's "What it shows" renders (block demo/shows).
 """
 
 from __future__ import annotations
@@ -68,7 +70,21 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         "seconds": seconds,
         "points": len(points),
         "ok": sum(1 for r in points if r["status"] == "ok"),
+        "figures": [point_figures(r) for r in points],
     }
+
+
+# What a point's row keeps: who ran, where, and what it measured (not its paths or command).
+KEPT = ("app", "mpi", "coll", "platform", "repeat", "status", "wall_s", "app_s",
+        "inter_bytes", "wan_coll_bytes")  # fmt: skip
+
+
+def point_figures(row: dict[str, Any]) -> dict[str, Any]:
+    out = {k: row.get(k) for k in KEPT}
+    dropped = {"id", "baseline", "exit_code", "mpi_s", "intra_bytes", "missing_figures",
+               "command", *KEPT}  # fmt: skip
+    out.update({k: v for k, v in row.items() if k not in dropped})  # settings and figures
+    return out
 
 
 def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
