@@ -7,7 +7,8 @@
  * then sleeps between tests, from IST_SLEEP_MIN_NS doubling up to IST_SLEEP_MAX_NS. The
  * cap bounds the delay a sleep adds to a message that arrives meanwhile. The generated
  * wrappers use these forms when ist_sleep_wait is set (isthmus run sets it when the
- * ranks outnumber the cores, or as the platform's layer.wait says). */
+ * ranks outnumber the cores, or as the platform's layer.wait says). Collectives on
+ * intercommunicators keep the blocking call (tools/genwrap.py says why). */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>

@@ -35,6 +35,7 @@ HELPERS = {
     "coll_check": "coll_check.c",
     "coll_threads": "coll_threads.c",
     "rtt_gate": "rtt_gate.c",
+    "dist_graph_loop": "dist_graph_loop.c",
 }
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

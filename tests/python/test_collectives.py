@@ -7,6 +7,7 @@ collective, the platform's [collectives] table."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,27 @@ def test_threads_run_wan_aware_collectives_at_once(
     assert "coll_threads: ok" in done.stdout
     ran = set(re.findall(r"isthmus: (\w+) on \d+ ranks in \d+ clusters", done.stderr))
     assert {"allreduce", "bcast", "allgather", "alltoall", "barrier"} <= ran
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_new_graph_communicators_do_not_hang_under_load(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    """Distributed-graph communicators created and freed in a loop, a Barrier and a Bcast on
+    each, with the WAN-aware collectives on (each new communicator gets its hierarchy) and
+    two busy loops beside the ranks, as on a shared machine (issue 26: it hung now and then
+    in Open MPI's context-id agreement). The busy loops end with the test, also on failure,
+    and by themselves after five minutes."""
+    hogs = [subprocess.Popen(["timeout", "300", "sh", "-c", "while :; do :; done"])
+            for _ in range(2)]  # fmt: skip
+    try:
+        done = isthmus(
+            "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+            "--mpi", mpi, "--timeout", "150s", "--", apps[(mpi, "dist_graph_loop")], "40",
+        )  # fmt: skip
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "dist_graph_loop: ok" in done.stdout
