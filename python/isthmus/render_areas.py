@@ -293,10 +293,16 @@ def _demo_cells(points: list[dict[str, Any]], figure: str, fmt: str) -> list[str
 
 def block_demo_shows(res: dict[str, Any]) -> str:
     """The demo sweep's headline figures (the last run's), per MPI and collectives mode."""
-    points = [p for p in res["rows"][0]["runs"][-1].get("figures", []) if p["status"] == "ok"]
+    ran = res["rows"][0]["runs"][-1].get("figures", [])
+    points = [p for p in ran if p["status"] == "ok"]
+    groups = dict.fromkeys((p["app"], p["mpi"], p["coll"]) for p in ran)
+    count = [[*g, str(sum(1 for p in ran if (p["app"], p["mpi"], p["coll"]) == g)),
+              str(sum(1 for p in points if (p["app"], p["mpi"], p["coll"]) == g))]
+             for g in groups]  # fmt: skip
+    text = "Points of the sweep:\n\n"
+    text += table(["application", "MPI", "collectives", "points", "ok"], count, 3) + "\n"
     places = [f"{x.removesuffix('ms')} ms one way" for x in DEMO_PLACES[1:]]
     head = ["MPI", "collectives", "one cluster", *places]
-    text = ""
     for app, figure, unit, fmt in DEMO_FIGURES:
         mine = [p for p in points if p["app"] == app]
         body = []
@@ -306,8 +312,6 @@ def block_demo_shows(res: dict[str, Any]) -> str:
         if body:
             text += f"{unit} (median of the repeats, their range in brackets):\n\n"
             text += table(head, body, 2) + "\n"
-    if not text:
-        text = "*The demo's sweep measured none of these figures in this run.*\n\n"
     return text + made_by(res) + "\n"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -245,8 +246,9 @@ def test_new_graph_communicators_do_not_hang_under_load(
     two busy loops beside the ranks, as on a shared machine (issue 26: it hung now and then
     in Open MPI's context-id agreement). The busy loops end with the test, also on failure,
     and by themselves after five minutes."""
-    hogs = [subprocess.Popen(["timeout", "300", "sh", "-c", "while :; do :; done"])
-            for _ in range(2)]  # fmt: skip
+    # One process each (a shell loop under `timeout` would outlive a killed `timeout`).
+    spin = "import time\nend = time.monotonic() + 300\nwhile time.monotonic() < end: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
     try:
         done = isthmus(
             "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus",
