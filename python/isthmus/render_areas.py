@@ -3,6 +3,7 @@ rendered from their results files (render.py holds the registry and the collecti
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -295,10 +296,9 @@ def block_demo_shows(res: dict[str, Any]) -> str:
     """The demo sweep's headline figures (the last run's), per MPI and collectives mode."""
     ran = res["rows"][0]["runs"][-1].get("figures", [])
     points = [p for p in ran if p["status"] == "ok"]
-    groups = dict.fromkeys((p["app"], p["mpi"], p["coll"]) for p in ran)
-    count = [[*g, str(sum(1 for p in ran if (p["app"], p["mpi"], p["coll"]) == g)),
-              str(sum(1 for p in points if (p["app"], p["mpi"], p["coll"]) == g))]
-             for g in groups]  # fmt: skip
+    ran_n = Counter((p["app"], p["mpi"], p["coll"]) for p in ran)
+    ok_n = Counter((p["app"], p["mpi"], p["coll"]) for p in points)
+    count = [[*g, str(n), str(ok_n[g])] for g, n in ran_n.items()]
     text = "Points of the sweep:\n\n"
     text += table(["application", "MPI", "collectives", "points", "ok"], count, 3) + "\n"
     places = [f"{x.removesuffix('ms')} ms one way" for x in DEMO_PLACES[1:]]

@@ -74,17 +74,13 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     }
 
 
-# What a point's row keeps: who ran, where, and what it measured (not its paths or command).
-KEPT = ("app", "mpi", "coll", "platform", "repeat", "status", "wall_s", "app_s",
-        "inter_bytes", "wan_coll_bytes")  # fmt: skip
+# What a point's row drops: its paths, command and the columns no table reads; it keeps who
+# ran, where (its settings) and what it measured (times, bytes, the sweep's figures).
+DROPPED = {"id", "baseline", "exit_code", "mpi_s", "intra_bytes", "missing_figures", "command"}
 
 
 def point_figures(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: row.get(k) for k in KEPT}
-    dropped = {"id", "baseline", "exit_code", "mpi_s", "intra_bytes", "missing_figures",
-               "command", *KEPT}  # fmt: skip
-    out.update({k: v for k, v in row.items() if k not in dropped})  # settings and figures
-    return out
+    return {k: v for k, v in row.items() if k not in DROPPED}
 
 
 def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
