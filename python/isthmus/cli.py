@@ -538,6 +538,61 @@ def cmd_model_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_coll_explain(args: argparse.Namespace) -> int:
+    from . import coll_explain
+
+    p, params = _model_inputs(args)
+    sizes = [_size_option("SIZE", s, lo=0) for s in args.sizes]
+    mpis = coll_explain.MPIS if args.mpi == "both" else (args.mpi,)
+    table = Table(
+        title=f"{args.collective} on {p.name} ({p.total_ranks} ranks, {p.layer.placement}): "
+        f"predicted by the selector's model ({params.source})"
+    )
+    for col in ("MPI", "size", "candidate", "predicted", ""):
+        table.add_column(col, justify="right" if col in ("size", "predicted") else "left")
+    whys = []
+    tuning = Path(args.tuning) if args.tuning else p.collectives.tuning
+    for mpi in mpis:
+        for choice in coll_explain.explain(p, params, mpi, args.collective, sizes, tuning):
+            for c in choice.candidates:
+                table.add_row(
+                    mpi,
+                    format_size(choice.bytes),
+                    c.name,
+                    format_duration(c.predicted_us * 1e-6),
+                    "chosen" if c.name == choice.chosen else "",
+                )
+            table.add_section()
+            whys.append(f"{mpi}, {format_size(choice.bytes)}: {choice.why()}")
+    Console(width=max(Console().width, 100)).print(table)
+    for line in whys:
+        print(line)
+    return 0
+
+
+def cmd_coll_tune(args: argparse.Namespace) -> int:
+    from . import coll_tune
+
+    out = _output(args.output)
+    rules = coll_tune.tune(
+        args.platform, args.set, args.mpi, args.quick, out, _timeout_option(args.timeout)
+    )
+    table = Table(title=f"measured on {args.platform} with {args.mpi}: ours against the MPI's own")
+    for col in ("collective", "sizes", "runs", "ours", "MPI's own"):
+        table.add_column(col, justify="left" if col in ("collective", "runs") else "right")
+    for r in rules:
+        table.add_row(
+            r.collective,
+            f"{format_size(r.first)}-{format_size(r.last)}",
+            "ours" if r.ours else "the MPI's own",
+            format_duration(r.ours_us * 1e-6),
+            format_duration(r.native_us * 1e-6),
+        )
+    Console(width=max(Console().width, 100)).print(table)
+    print(f'wrote {out}; name it in the platform\'s [collectives] tuning = "..."')
+    return 0
+
+
 def build_parser() -> Parser:
     ap = Parser(
         prog="isthmus",
@@ -718,6 +773,36 @@ def build_parser() -> Parser:
             sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
         if name in ("predict", "plot"):
             sp.add_argument("--params", metavar="PARAMS", help="measured parameters (model fit)")
+
+    cp = sub.add_parser("coll", help="the WAN-aware collectives: how the layer chooses")
+    csub = cp.add_subparsers(dest="action", required=True, parser_class=Parser)
+    sp = csub.add_parser(
+        "explain",
+        help="each candidate's predicted time and the one the layer runs",
+        usage="isthmus coll explain -p PLATFORM [--mpi openmpi|mpich|both] "
+        "[--params PARAMS] [--set KEY=VALUE] COLLECTIVE SIZE [SIZE...]",
+    )
+    sp.add_argument("collective", metavar="COLLECTIVE", help="e.g. alltoall, allreduce")
+    sp.add_argument("sizes", nargs="+", metavar="SIZE", help="bytes per rank, e.g. 64KiB")
+    sp.add_argument("-p", "--platform", required=True)
+    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sp.add_argument("--params", metavar="PARAMS", help="measured parameters (model fit)")
+    sp.add_argument("--mpi", default="both", choices=("openmpi", "mpich", "both"))
+    sp.add_argument("--tuning", metavar="FILE", help="measured choices (coll tune), which win")
+    sp.set_defaults(func=cmd_coll_explain)
+    sp = csub.add_parser(
+        "tune",
+        help="measure ours against the MPI's own at every size; write a tuning file",
+        usage="isthmus coll tune -p PLATFORM --mpi openmpi|mpich [--quick] [--set KEY=VALUE] "
+        "-o FILE",
+    )
+    sp.add_argument("-p", "--platform", required=True)
+    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sp.add_argument("--mpi", required=True, choices=("openmpi", "mpich"))
+    sp.add_argument("--quick", action="store_true", help="3 collectives up to 4 KiB, 3 calls each")
+    sp.add_argument("--timeout", default="60min", help="for the whole measurement")
+    sp.add_argument("-o", "--output", required=True, metavar="FILE")
+    sp.set_defaults(func=cmd_coll_tune)
 
     netp = sub.add_parser("net", help="the emulated network: namespaces and the router")
     nsub = netp.add_subparsers(dest="action", required=True, parser_class=Parser)

@@ -18,6 +18,7 @@ from .units import UnitError, parse_duration, parse_rate, parse_size
 
 JITTER_DISTRIBUTIONS = ("uniform", "normal")
 COLLECTIVES_MODES = ("native", "isthmus")
+COLLECTIVE_SELECTIONS = ("model", "always")
 WAIT_MODES = ("auto", "spin", "sleep")
 PLACEMENTS = ("block", "round-robin")
 LINK_KEYS = (
@@ -113,6 +114,9 @@ class CollectiveSettings:
     segment: int | None = None  # forced broadcast segment size in bytes
     log: bool = False
     params: Path | None = None  # a P-LogP parameter file; default: derived from the platform
+    # "model": ours only where predicted faster than the MPI's own; "always": wherever it applies
+    select: str = "model"
+    tuning: Path | None = None  # measured choices (isthmus coll tune); they win over the model
 
 
 @dataclass(frozen=True)
@@ -505,7 +509,11 @@ def _tcp_settings(r: _Reader, value: Any) -> TcpSettings:
 
 
 def _collective_settings(r: _Reader, value: Any, path: Path) -> CollectiveSettings:
-    t = r.table(value, "collectives", ("disable", "algorithm", "segment", "log", "params"))
+    t = r.table(
+        value,
+        "collectives",
+        ("disable", "algorithm", "segment", "log", "params", "select", "tuning"),
+    )
     disable = r.string_list(t, "collectives", "disable")
     for d in disable:
         if d not in COLLECTIVE_NAMES:
@@ -520,15 +528,18 @@ def _collective_settings(r: _Reader, value: Any, path: Path) -> CollectiveSettin
     segment = r.unit(t, "collectives", "segment", parse_size, None) if "segment" in t else None
     if segment is not None and segment <= 0:
         raise r.fail("collectives.segment", f"expected a positive size, got {t['segment']!r}")
-    params = t.get("params")
-    if params is not None and (not isinstance(params, str) or not params):
-        raise r.fail("collectives.params", f"expected a file name, got {params!r}")
+    params, tuning = t.get("params"), t.get("tuning")
+    for key, name in (("params", params), ("tuning", tuning)):
+        if name is not None and (not isinstance(name, str) or not name):
+            raise r.fail(f"collectives.{key}", f"expected a file name, got {name!r}")
     return CollectiveSettings(
         disable=disable,
         algorithm=tuple(sorted(algo.items())),
         segment=int(segment) if segment is not None else None,
         log=r.boolean(t, "collectives", "log", False),
         params=(path.parent / params) if params else None,
+        select=r.choice(t, "collectives", "select", "model", COLLECTIVE_SELECTIONS),
+        tuning=(path.parent / tuning) if tuning else None,
     )
 
 

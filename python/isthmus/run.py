@@ -140,6 +140,8 @@ COLLECTIVE_VARIABLES = (
     "ISTHMUS_COLL_ALGORITHM",
     "ISTHMUS_COLL_SEGMENT",
     "ISTHMUS_COLL_LOG",
+    "ISTHMUS_COLL_SELECT",
+    "ISTHMUS_COLL_TUNING",
     "ISTHMUS_PLOGP",
 )
 
@@ -161,6 +163,12 @@ def collective_environment(platform: Platform, workdir: Path) -> dict[str, str]:
         env["ISTHMUS_COLL_SEGMENT"] = str(c.segment)
     if c.log:
         env["ISTHMUS_COLL_LOG"] = "1"
+    if c.select != "model":
+        env["ISTHMUS_COLL_SELECT"] = c.select
+    if c.tuning is not None:
+        if not c.tuning.is_file():
+            raise UserError(f"collectives.tuning: {c.tuning}: no such file (isthmus coll tune)")
+        env["ISTHMUS_COLL_TUNING"] = str(c.tuning.resolve())
     if c.params is not None:
         params = plogp.read(c.params)
         plogp.check_platform(params, platform, c.params)

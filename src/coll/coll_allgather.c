@@ -172,7 +172,7 @@ static int allgather_blocks(struct ist_hier *h, const struct ist_block *mine,
 int ist_hier_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHER, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHER, comm, ist_type_bytes(recvcount, recvtype));
     if (!h) return IST_HIER_DECLINED;
     ist_hier_log(h, IST_COLL_ALLGATHER, "cluster gather, coordinators exchange directly, cluster bcast");
     struct ist_block mine = {sendbuf, sendcount, sendtype};
@@ -189,7 +189,7 @@ int ist_hier_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                         MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHERV, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHERV, comm, ist_counts_bytes(comm, recvcounts, recvtype));
     if (!h) return IST_HIER_DECLINED;
     ist_hier_log(h, IST_COLL_ALLGATHERV, "cluster gather, coordinators exchange directly, cluster bcast");
     struct ist_block mine = {sendbuf, sendcount, sendtype};

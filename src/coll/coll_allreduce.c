@@ -39,7 +39,7 @@ static int use_split(const struct ist_hier *h, int count, MPI_Datatype type)
 int ist_hier_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLREDUCE, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLREDUCE, comm, ist_type_bytes(count, datatype));
     if (!h) return IST_HIER_DECLINED;
     int commute;
     PMPI_Op_commutative(op, &commute);

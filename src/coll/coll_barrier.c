@@ -10,7 +10,7 @@
 
 int ist_hier_Barrier(MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_BARRIER, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_BARRIER, comm, 0);
     if (!h) return IST_HIER_DECLINED;
     ist_hier_log(h, IST_COLL_BARRIER, "coordinators exchange directly");
     int rc = MPI_Barrier(h->local); /* everyone in my cluster has arrived */

@@ -38,7 +38,7 @@ static int contiguous(int count, MPI_Datatype type, MPI_Aint *offset)
 
 int ist_hier_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_BCAST, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_BCAST, comm, ist_type_bytes(count, datatype));
     if (!h) return IST_HIER_DECLINED;
     int tsize;
     PMPI_Type_size(datatype, &tsize);

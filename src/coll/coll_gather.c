@@ -89,7 +89,9 @@ static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int r
 int ist_hier_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_GATHER, comm);
+    struct ist_hier *h = ist_hier_enter(
+        IST_COLL_GATHER, comm,
+        sendbuf == MPI_IN_PLACE ? ist_type_bytes(recvcount, recvtype) : ist_type_bytes(sendcount, sendtype));
     if (!h) return IST_HIER_DECLINED;
     ist_hier_log(h, IST_COLL_GATHER, "cluster gather, one message per cluster to the root");
     struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
@@ -108,7 +110,8 @@ int ist_hier_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                      MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_GATHERV, comm);
+    struct ist_hier *h = ist_hier_enter(
+        IST_COLL_GATHERV, comm, IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(sendcount, sendtype)));
     if (!h) return IST_HIER_DECLINED;
     ist_hier_log(h, IST_COLL_GATHERV, "cluster gather, one message per cluster to the root");
     struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;

@@ -12,7 +12,7 @@
 int ist_hier_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                     MPI_Op op, int root, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE, comm, ist_type_bytes(count, datatype));
     if (!h) return IST_HIER_DECLINED;
     int commute;
     PMPI_Op_commutative(op, &commute);

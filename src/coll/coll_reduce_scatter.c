@@ -108,7 +108,7 @@ static int declines(struct ist_hier *h, MPI_Op op)
 int ist_hier_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER, comm, ist_counts_bytes(comm, recvcounts, datatype));
     if (!h) return IST_HIER_DECLINED;
     if (declines(h, op)) return ist_hier_leave(IST_HIER_DECLINED);
     ist_hier_log(h, IST_COLL_REDUCE_SCATTER, "cluster reduce, each cluster's part to it, cluster scatter");
@@ -118,7 +118,7 @@ int ist_hier_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvco
 int ist_hier_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER_BLOCK, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER_BLOCK, comm, ist_type_bytes(recvcount, datatype));
     if (!h) return IST_HIER_DECLINED;
     if (declines(h, op)) return ist_hier_leave(IST_HIER_DECLINED);
     ist_hier_log(h, IST_COLL_REDUCE_SCATTER_BLOCK, "cluster reduce, each cluster's part to it, cluster scatter");

@@ -78,7 +78,7 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
 int ist_hier_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_SCAN, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_SCAN, comm, ist_type_bytes(count, datatype));
     if (!h) return IST_HIER_DECLINED;
     if (!h->contiguous) return ist_hier_leave(IST_HIER_DECLINED);
     ist_hier_log(h, IST_COLL_SCAN, "cluster scan, cluster totals straight to later clusters");
@@ -88,7 +88,7 @@ int ist_hier_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 int ist_hier_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_EXSCAN, comm);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_EXSCAN, comm, ist_type_bytes(count, datatype));
     if (!h) return IST_HIER_DECLINED;
     if (!h->contiguous) return ist_hier_leave(IST_HIER_DECLINED);
     ist_hier_log(h, IST_COLL_EXSCAN, "cluster exscan, cluster totals straight to later clusters");

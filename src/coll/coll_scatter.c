@@ -89,7 +89,9 @@ static int scatter_blocks(struct ist_hier *h, const struct ist_block *send, int 
 int ist_hier_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_SCATTER, comm);
+    struct ist_hier *h = ist_hier_enter(
+        IST_COLL_SCATTER, comm,
+        recvbuf == MPI_IN_PLACE ? ist_type_bytes(sendcount, sendtype) : ist_type_bytes(recvcount, recvtype));
     if (!h) return IST_HIER_DECLINED;
     ist_hier_log(h, IST_COLL_SCATTER, "one message per cluster from the root, cluster scatter");
     struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
@@ -108,7 +110,8 @@ int ist_hier_Scatterv(const void *sendbuf, const int sendcounts[], const int dis
                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                       int root, MPI_Comm comm)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_SCATTERV, comm);
+    struct ist_hier *h = ist_hier_enter(
+        IST_COLL_SCATTERV, comm, IST_BYTES_LOCAL(recvbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(recvcount, recvtype)));
     if (!h) return IST_HIER_DECLINED;
     ist_hier_log(h, IST_COLL_SCATTERV, "one message per cluster from the root, cluster scatter");
     struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;

@@ -7,28 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_tuning.h"
 #include "layer.h"
 #include "topology.h"
 
 int ist_hier_enabled;
 _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
 
-static const char *const coll_names[IST_COLL_COUNT] = {
-    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
-    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw", "reduce_scatter",
-    "reduce_scatter_block", "scan", "exscan"};
-
 static int disabled[IST_COLL_COUNT];
 static char forced[IST_COLL_COUNT][32];
 static long forced_segment;
 static int log_choices;
+/* ISTHMUS_COLL_SELECT=always: ours wherever it applies, the model not asked (tests of the
+ * algorithms, comparisons); default "model". */
+static int select_always;
 static struct ist_plogp model;
+/* ISTHMUS_COLL_TUNING: measured choices (isthmus coll tune), which win where they apply. */
+static struct ist_tuning tuning;
 static int model_loaded;
 static int keyval = MPI_KEYVAL_INVALID;
 static _Thread_local int entered_depth;
 /* Whether wide-area messages cost enough more than local ones for the hierarchy to pay
- * (from the model, at MPI_Init): otherwise the native collectives run. */
+ * (from the model, at MPI_Init): the rule for communicators too large to cost each call. */
 static int wan_pays;
+/* Whose selection rules this MPI's own collectives follow (coll_cost.h). */
+#if defined(OPEN_MPI)
+static const enum ist_mpi_flavour flavour = IST_MPI_OPENMPI;
+#else
+static const enum ist_mpi_flavour flavour = IST_MPI_MPICH;
+#endif
+/* Beyond this many ranks the selector does not cost each call (schedules grow as the
+ * square of the ranks): the hierarchy runs when the model's WAN is slower than its LAN. */
+#define COSTED_RANKS 256
 
 /* Every live hierarchy, so that MPI_Finalize can free the ones still attached. Under
  * MPI_THREAD_MULTIPLE threads run collectives on different communicators at once (on one
@@ -45,13 +55,6 @@ static struct cached *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static int delete_hier(MPI_Comm comm, int kv, void *value, void *extra);
 
-static int coll_index(const char *name, size_t len)
-{
-    for (int i = 0; i < IST_COLL_COUNT; i++)
-        if (strlen(coll_names[i]) == len && strncmp(coll_names[i], name, len) == 0) return i;
-    return -1;
-}
-
 /* "a,b" or "a:x,b:y": calls each(index, value or NULL) per known name; warns on others. */
 static void parse_list(const char *var, void (*each)(int, const char *))
 {
@@ -61,7 +64,7 @@ static void parse_list(const char *var, void (*each)(int, const char *))
         size_t len = end ? (size_t)(end - p) : strlen(p);
         const char *colon = memchr(p, ':', len);
         size_t nlen = colon ? (size_t)(colon - p) : len;
-        int i = coll_index(p, nlen);
+        int i = ist_coll_by_name(p, nlen);
         if (i < 0) {
             if (ist_world_rank() == 0)
                 fprintf(stderr, "isthmus: %s: unknown collective '%.*s' ignored\n", var,
@@ -147,6 +150,14 @@ void ist_hier_init(void)
     forced_segment = seg ? atol(seg) : 0;
     const char *log = getenv("ISTHMUS_COLL_LOG");
     log_choices = log && *log && strcmp(log, "0") != 0;
+    const char *tuning_file = getenv("ISTHMUS_COLL_TUNING");
+    if (tuning_file && *tuning_file) {
+        char err[512] = "";
+        if (ist_tuning_read(tuning_file, &tuning, err, sizeof err) != 0 && ist_world_rank() == 0)
+            fprintf(stderr, "isthmus: ISTHMUS_COLL_TUNING: %s; the model chooses\n", err);
+    }
+    const char *select = getenv("ISTHMUS_COLL_SELECT");
+    select_always = select && strcmp(select, "always") == 0;
     if (ist_hier_enabled) {
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_hier, &keyval, NULL);
         load_model();
@@ -169,6 +180,7 @@ static void free_hier(struct ist_hier *h)
     free(h->count);
     free(h->member_start);
     free(h->members);
+    free(h->host);
     free(h);
 }
 
@@ -195,6 +207,7 @@ void ist_hier_finalize(void)
     while (live) PMPI_Comm_delete_attr(live->user, keyval); /* unlinks it */
     if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&keyval);
     if (model_loaded) ist_plogp_free(&model);
+    ist_tuning_free(&tuning);
     model_loaded = 0;
     ist_hier_enabled = 0;
 }
@@ -245,6 +258,17 @@ static struct ist_hier *build(MPI_Comm comm)
     free(fill);
     h->my_cluster = h->cluster_of[h->rank];
     h->single = h->nclusters < 2;
+    /* hosts by the lowest rank on each: equal names, one host */
+    h->host = malloc((size_t)h->size * sizeof(int));
+    for (int r = 0; r < h->size; r++) {
+        const char *name = ist_rank_host(info->world[r]);
+        h->host[r] = r;
+        for (int q = 0; q < r && h->size <= COSTED_RANKS; q++)
+            if (strcmp(ist_rank_host(info->world[q]), name) == 0) {
+                h->host[r] = h->host[q];
+                break;
+            }
+    }
     if (!h->single) {
         PMPI_Comm_dup(comm, &h->comm);
         PMPI_Comm_split(comm, h->my_cluster, h->rank, &h->local);
@@ -270,15 +294,105 @@ static struct ist_hier *lookup(MPI_Comm comm)
     return h;
 }
 
-struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm)
+/* Ours (1) or the MPI's (0) for id at bytes on h, without the cache: a tuning file's rule
+ * where it has one, else the model. Every rank decides from the same figures. */
+static int decide(struct ist_hier *h, enum ist_coll_id id, long bytes)
+{
+    const int logs = log_choices && h->rank == 0;
+    const struct ist_tuning_rule *rule =
+        ist_tuning_find(&tuning, flavour, h->size, h->nclusters, id, bytes);
+    if (rule) {
+        if (logs)
+            fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, "
+                            "measured (ours %.0f us, native %.0f us; tuning file)\n",
+                    ist_coll_names[id], bytes, h->size, h->nclusters,
+                    rule->ours ? "ours" : "native", rule->ours_us, rule->native_us);
+        return rule->ours;
+    }
+    /* the model, unless its WAN is no slower than its LAN or the communicator is too
+     * large to cost call by call */
+    if (!wan_pays || h->size > COSTED_RANKS) return wan_pays;
+    struct ist_layout l = {h->size, h->nclusters, h->cluster_of, h->host};
+    struct ist_choice c;
+    ist_coll_choose(id, bytes, flavour, &model, &l, &c);
+    if (logs && c.n > 1)
+        fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, %.0f us "
+                        "predicted (%s: %.0f us)\n",
+                ist_coll_names[id], bytes, h->size, h->nclusters, c.c[c.best].name,
+                c.c[c.best].time_us, c.c[c.best == 0].name, c.c[c.best == 0].time_us);
+    return c.n > 0 && !c.c[c.best].native;
+}
+
+/* decide(), remembered per communicator, collective and size. */
+static int chooses_ours(struct ist_hier *h, enum ist_coll_id id, long bytes)
+{
+    for (int i = 0; i < IST_DECISION_CACHE; i++)
+        if (h->decisions[i].id == (int)id + 1 && h->decisions[i].bytes == bytes)
+            return h->decisions[i].wan_aware;
+    int ours = decide(h, id, bytes);
+    h->decisions[h->next_decision] = (struct ist_decision){(int)id + 1, bytes, ours};
+    h->next_decision = (h->next_decision + 1) % IST_DECISION_CACHE;
+    return ours;
+}
+
+/* The v-forms: each rank knows only its own counts. When the model picks the same
+ * algorithm for small and large blocks the counts do not matter; otherwise the ranks
+ * agree on the largest mean block first (one small allreduce on the private duplicate). */
+static int prefers_ours(struct ist_hier *h, enum ist_coll_id id, long bytes)
+{
+    if (bytes >= 0) return chooses_ours(h, id, bytes);
+    int small = chooses_ours(h, id, 8), large = chooses_ours(h, id, 1L << 20);
+    if (small == large) return small;
+    long mine = IST_BYTES_LOCAL(bytes), agreed = 0;
+    PMPI_Allreduce(&mine, &agreed, 1, MPI_LONG, MPI_MAX, h->comm);
+    return chooses_ours(h, id, agreed);
+}
+
+struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
 {
     if (!ist_hier_enabled || ist_in_hier || disabled[id] || comm == MPI_COMM_NULL) return NULL;
-    if (strcmp(forced[id], "native") == 0 || (!wan_pays && !forced[id][0])) return NULL;
+    if (strcmp(forced[id], "native") == 0) return NULL;
+    int choose = !forced[id][0] && !select_always;
+    /* a WAN no slower than the LAN and nothing measured: no hierarchy is even built */
+    if (choose && !wan_pays && tuning.n == 0) return NULL;
     struct ist_hier *h = lookup(comm);
     if (h->single) return NULL;
+    if (choose && !prefers_ours(h, id, bytes)) return NULL;
     ist_in_hier = 1;
     entered_depth = ist_depth++; /* our own MPI calls pass through the wrappers unrecorded */
     return h;
+}
+
+long ist_type_bytes(int count, MPI_Datatype type)
+{
+    int size = 0;
+    PMPI_Type_size(type, &size);
+    return (long)count * size;
+}
+
+/* comm's size when counts[] has one entry per rank, else 0 (intercommunicators) */
+static int local_size(MPI_Comm comm)
+{
+    int inter = 0, size = 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
+    PMPI_Comm_size(comm, &size);
+    return size;
+}
+
+long ist_counts_bytes(MPI_Comm comm, const int counts[], MPI_Datatype type)
+{
+    int n = local_size(comm);
+    long sum = 0;
+    for (int r = 0; r < n; r++) sum += counts[r];
+    return n ? ist_type_bytes(1, type) * sum / n : 0;
+}
+
+long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype types[])
+{
+    int n = local_size(comm);
+    long sum = 0;
+    for (int r = 0; r < n; r++) sum += ist_type_bytes(counts[r], types[r]);
+    return n ? sum / n : 0;
 }
 
 int ist_hier_leave(int rc)
@@ -310,7 +424,7 @@ void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt
         }
     pthread_mutex_unlock(&live_lock);
     if (seen) return;
-    fprintf(stderr, "isthmus: %s on %d ranks in %d clusters: %s\n", coll_names[id], h->size,
+    fprintf(stderr, "isthmus: %s on %d ranks in %d clusters: %s\n", ist_coll_names[id], h->size,
             h->nclusters, text);
 }
 

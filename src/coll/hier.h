@@ -9,15 +9,17 @@
  *
  * The generated wrappers call ist_hier_<Name> (declared in hier_calls.h, generated from
  * src/layer/mpi_functions.txt); it returns IST_HIER_DECLINED when the native collective
- * should run instead: the selector is off for it, the communicator is an intercommunicator
- * or lies in one cluster, or the case is one the algorithm does not cover (for example a
- * non-commutative operation over ranks whose clusters interleave). */
+ * should run instead: the selector is off for it or predicts the MPI's own faster
+ * (coll_cost.h), the communicator is an intercommunicator or lies in one cluster, or the
+ * case is one the algorithm does not cover (for example a non-commutative operation over
+ * ranks whose clusters interleave). */
 #ifndef ISTHMUS_HIER_H
 #define ISTHMUS_HIER_H
 
 #include <mpi.h>
 #include <stddef.h>
 
+#include "coll_cost.h"
 #include "coll_tree.h"
 #include "plogp.h"
 
@@ -27,26 +29,13 @@
  * the MPI library's own collectives. */
 #define IST_NATIVE_COMM_NAME "isthmus:native"
 
-/* One collective's selector entry. */
-enum ist_coll_id {
-    IST_COLL_BARRIER,
-    IST_COLL_BCAST,
-    IST_COLL_REDUCE,
-    IST_COLL_ALLREDUCE,
-    IST_COLL_GATHER,
-    IST_COLL_GATHERV,
-    IST_COLL_SCATTER,
-    IST_COLL_SCATTERV,
-    IST_COLL_ALLGATHER,
-    IST_COLL_ALLGATHERV,
-    IST_COLL_ALLTOALL,
-    IST_COLL_ALLTOALLV,
-    IST_COLL_ALLTOALLW,
-    IST_COLL_REDUCE_SCATTER,
-    IST_COLL_REDUCE_SCATTER_BLOCK,
-    IST_COLL_SCAN,
-    IST_COLL_EXSCAN,
-    IST_COLL_COUNT
+/* The last choices between the MPI's own collective and ours on a communicator, by
+ * collective and size (bytes as coll_cost.h counts them). */
+#define IST_DECISION_CACHE 32
+struct ist_decision {
+    int id;
+    long bytes;
+    int wan_aware; /* 1: our algorithm runs, 0: the MPI's */
 };
 
 /* The last broadcast shapes chosen on a communicator, by message size. */
@@ -73,6 +62,9 @@ struct ist_hier {
     int contiguous;      /* every cluster's ranks are consecutive: rank order = cluster order */
     struct ist_shape_entry shapes[IST_SHAPE_CACHE];
     int next_shape;
+    int *host;           /* rank -> lowest rank on its host (the selector's layout) */
+    struct ist_decision decisions[IST_DECISION_CACHE];
+    int next_decision;
 };
 
 /* Selector state (hier.c), from the environment at MPI_Init:
@@ -80,6 +72,8 @@ struct ist_hier {
  *   ISTHMUS_COLL_DISABLE=bcast,alltoall  collectives left native;
  *   ISTHMUS_COLL_ALGORITHM=bcast:flat,allreduce:direct  force an algorithm;
  *   ISTHMUS_COLL_SEGMENT=BYTES           force the broadcast's segment size;
+ *   ISTHMUS_COLL_SELECT=model|always     ours only where the model predicts it faster
+ *                                        than the MPI's own (coll_cost.h), or always;
  *   ISTHMUS_COLL_LOG=1                   rank 0 logs each choice once per communicator
  *                                        and size to stderr;
  *   ISTHMUS_PLOGP=FILE                   P-LogP parameters (isthmus run writes them from
@@ -90,9 +84,17 @@ extern _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
 void ist_hier_init(void);
 void ist_hier_finalize(void);
 
-/* The hierarchy of comm for collective `id`, or NULL when the native collective should
- * run. Enters the hierarchical section (ist_hier_leave must follow a non-NULL return). */
-struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm);
+/* The hierarchy of comm for collective `id` with `bytes` per rank (coll_cost.h; the
+ * same on every rank, or IST_BYTES_LOCAL when each rank knows only its own part: the
+ * v-forms), or NULL when the native collective should run. Enters the hierarchical section
+ * (ist_hier_leave must follow a non-NULL return). */
+#define IST_BYTES_LOCAL(b) (-1 - (b))
+struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes);
+/* count elements of type, in bytes; the mean of counts[] (one per rank of comm) of type,
+ * or of types[] (0 on an intercommunicator, which the selector leaves to the MPI). */
+long ist_type_bytes(int count, MPI_Datatype type);
+long ist_counts_bytes(MPI_Comm comm, const int counts[], MPI_Datatype type);
+long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype types[]);
 int ist_hier_leave(int rc);
 
 /* The forced algorithm for id ("" when none) and the forced segment size (0: none). */

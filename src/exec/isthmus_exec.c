@@ -13,7 +13,8 @@
  * program gets SIGKILL if isthmus-exec dies, so a rank never outlives it.
  *
  * Under emulation $ISTHMUS_NETNS lists the network namespace of every world rank's host,
- * comma-separated, and isthmus-exec first moves into its rank's (needs CAP_SYS_ADMIN). */
+ * comma-separated, and isthmus-exec first moves into its rank's (needs CAP_SYS_ADMIN) and
+ * names it in $ISTHMUS_HOST. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -89,6 +90,11 @@ static int enter_namespace(const char *list)
         return -1;
     }
     close(fd);
+    /* Emulated hosts share the machine's host name: the namespace names the host (the
+     * layer's topology and profile read it). */
+    char host[256];
+    snprintf(host, sizeof host, "%.*s", (int)(len < 200 ? len : 200), p);
+    setenv("ISTHMUS_HOST", host, 1);
     return 0;
 }
 

@@ -118,8 +118,11 @@ int ist_topology_init(MPI_Comm world_dup)
 
     struct rank_identity me;
     memset(&me, 0, sizeof me);
+    /* an emulated host is named by isthmus-exec (they all share the machine's name) */
     char host[256] = "";
-    gethostname(host, sizeof host - 1);
+    const char *named = getenv("ISTHMUS_HOST");
+    if (named && *named) snprintf(host, sizeof host, "%s", named);
+    else gethostname(host, sizeof host - 1);
     copy_name(me.host, host);
     decide_own_cluster(me.host, me.cluster);
 

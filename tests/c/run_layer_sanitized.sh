@@ -8,14 +8,17 @@ mpi=$1 build=$2 program=$3
 shift 3
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-forward=(ISTHMUS_PRELOAD ISTHMUS_PROFILE ISTHMUS_CLUSTERS ISTHMUS_COLL ASAN_OPTIONS UBSAN_OPTIONS)
+forward=(ISTHMUS_PRELOAD ISTHMUS_PROFILE ISTHMUS_CLUSTERS ISTHMUS_COLL ISTHMUS_COLL_SELECT ASAN_OPTIONS
+         UBSAN_OPTIONS)
 if [ -n "${ISTHMUS_PIO_SERVERS:-}" ]; then
   mkdir "$out/pio"
   export ISTHMUS_PIO_DIR="$out/pio"
   forward+=(ISTHMUS_PIO_SERVERS ISTHMUS_PIO_DIR)
 fi
 export ISTHMUS_PRELOAD="$(gcc -print-file-name=libasan.so):$build/lib/$mpi/libisthmus-asan.so"
-export ISTHMUS_PROFILE="$out/profile.json" ISTHMUS_CLUSTERS="a:2,b:2" ISTHMUS_COLL=isthmus
+# Our algorithms wherever they apply (the selector's costs have their own test, test_schedule).
+export ISTHMUS_PROFILE="$out/profile.json" ISTHMUS_CLUSTERS="a:2,b:2" ISTHMUS_COLL=isthmus \
+  ISTHMUS_COLL_SELECT=always
 # The MPI libraries themselves leak at exit by design: leak checking is off.
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 if [ "$mpi" = openmpi ]; then

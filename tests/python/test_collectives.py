@@ -18,6 +18,9 @@ from isthmus import platform, profile
 
 DAS = PLATFORMS / "das-4x2.toml"
 FAST_WAN = ("--set", "wan.latency=0.2ms", "--set", "wan.bandwidth=1Gbit/s")
+# The WAN-aware algorithm wherever it applies, not only where the model predicts it faster:
+# the tests of the algorithms themselves (the selector's own tests set nothing).
+ALWAYS = ("--set", "collectives.select=always")
 ALL = set(platform.COLLECTIVE_NAMES)
 
 
@@ -27,7 +30,7 @@ def sweep(
     """Run coll_check with the WAN-aware collectives on; return the collectives that ran
     hierarchically (from the selector's log)."""
     done = isthmus(
-        "run", "-p", platform, *FAST_WAN, *sets, "--set", "layer.collectives=isthmus",
+        "run", "-p", platform, *FAST_WAN, *sets, "--set", "layer.collectives=isthmus", *ALWAYS,
         "--set", "collectives.log=true", "--mpi", mpi, "--timeout", "400s",
         "--", app, str(seed), str(cases),
     )  # fmt: skip
@@ -154,7 +157,7 @@ def test_profile_counts_wide_area_traffic(isthmus: Run, mpi: str, tmp_path: Path
     out = tmp_path / "profile.json"
     app = ROOT / "build" / "bin" / mpi / "allreduce_loop"
     done = isthmus(
-        "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+        "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus", *ALWAYS,
         "--mpi", mpi, "--profile", out, "--timeout", "120s", "--", app, "20",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -182,7 +185,7 @@ def test_fortran_gets_wan_aware_collectives(
         APPS / "coll_fortran.F90", tmp_path / "coll_fortran",
     )  # fmt: skip
     done = isthmus(
-        "run", "-p", DAS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+        "run", "-p", DAS, *FAST_WAN, "--set", "layer.collectives=isthmus", *ALWAYS,
         "--set", "collectives.log=true", "--mpi", mpi, "--timeout", "120s", "--", app,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
@@ -201,7 +204,7 @@ def test_mpi4py_gets_wan_aware_collectives(isthmus: Run, tmp_path: Path) -> None
     the MPI_THREAD_MULTIPLE that mpi4py asks for by default."""
     prof = tmp_path / "p.json"
     done = isthmus(
-        "run", "-p", DAS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+        "run", "-p", DAS, *FAST_WAN, "--set", "layer.collectives=isthmus", *ALWAYS,
         "--set", "collectives.log=true", "--mpi", "openmpi", "--profile", prof,
         "--timeout", "200s", "--", "/usr/bin/python3", APPS / "coll_mpi4py.py",
     )  # fmt: skip
@@ -227,7 +230,7 @@ def test_threads_run_wan_aware_collectives_at_once(
     main thread builds the hierarchies first and the threads only run collectives."""
     args = ("create",) if mpi == "openmpi" else ()
     done = isthmus(
-        "run", "-p", DAS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+        "run", "-p", DAS, *FAST_WAN, "--set", "layer.collectives=isthmus", *ALWAYS,
         "--set", "collectives.log=true", "--mpi", mpi, "--timeout", "300s",
         "--", apps[(mpi, "coll_threads")], *args,
     )  # fmt: skip
@@ -251,7 +254,7 @@ def test_new_graph_communicators_do_not_hang_under_load(
     hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
     try:
         done = isthmus(
-            "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+            "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus", *ALWAYS,
             "--mpi", mpi, "--timeout", "150s", "--", apps[(mpi, "dist_graph_loop")], "40",
         )  # fmt: skip
     finally:

@@ -1,0 +1,243 @@
+/* The selector's costs: the MPI's own algorithm (native_rules.c) against the WAN-aware
+ * one of src/coll/, both as schedules on the communicator's layout (schedule.h), except
+ * the broadcast, whose WAN-aware form is the paper's pipelined two-layer tree costed by
+ * its own model (plogp_model.c).
+ *
+ * The WAN-aware schedules follow the stages of src/coll/coll_<name>.c: the MPI's own
+ * collective inside every cluster at once (costed by its rules on the cluster's ranks),
+ * one round of messages between coordinators (each cluster's lowest rank; the root is
+ * rank 0, so it is its cluster's coordinator), and the MPI's own collective inside
+ * every cluster again. Their pipelining (allgather, allreduce's split form) is not
+ * counted: the prediction is an upper bound there.
+ *
+ * The MPI's own algorithm stays unless another is predicted at least NATIVE_MARGIN
+ * faster: the model's error must not make a call slower than the library would have
+ * made it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_cost.h"
+#include "coll_tuning.h"
+
+#define NATIVE_MARGIN 0.10
+
+const char *const ist_coll_names[IST_COLL_COUNT] = {
+    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
+    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw", "reduce_scatter",
+    "reduce_scatter_block", "scan", "exscan"};
+
+int ist_coll_by_name(const char *name, unsigned long len)
+{
+    for (int i = 0; i < IST_COLL_COUNT; i++)
+        if (strlen(ist_coll_names[i]) == len && strncmp(ist_coll_names[i], name, len) == 0) return i;
+    return -1;
+}
+
+enum ist_coll_id ist_coll_regular(enum ist_coll_id id)
+{
+    switch (id) {
+    case IST_COLL_GATHERV: return IST_COLL_GATHER;
+    case IST_COLL_SCATTERV: return IST_COLL_SCATTER;
+    case IST_COLL_ALLGATHERV: return IST_COLL_ALLGATHER;
+    case IST_COLL_ALLTOALLV:
+    case IST_COLL_ALLTOALLW: return IST_COLL_ALLTOALL;
+    case IST_COLL_REDUCE_SCATTER: return IST_COLL_REDUCE_SCATTER_BLOCK;
+    case IST_COLL_EXSCAN: return IST_COLL_SCAN;
+    default: return id;
+    }
+}
+
+/* Each cluster's ranks in rank order. */
+struct clusters {
+    int n, largest;
+    int *start, *count, *members;
+};
+
+static int clusters_of(const struct ist_layout *l, struct clusters *c)
+{
+    c->n = l->nclusters;
+    c->largest = 0;
+    c->start = calloc((size_t)c->n + 1, sizeof(int));
+    c->count = calloc((size_t)c->n + 1, sizeof(int));
+    c->members = malloc((size_t)l->size * sizeof(int));
+    if (!c->start || !c->count || !c->members) return -1;
+    for (int r = 0; r < l->size; r++) c->count[l->cluster[r]]++;
+    for (int k = 1; k <= c->n; k++) c->start[k] = c->start[k - 1] + c->count[k - 1];
+    int *fill = calloc((size_t)c->n, sizeof(int));
+    if (!fill) return -1;
+    for (int r = 0; r < l->size; r++) {
+        int k = l->cluster[r];
+        c->members[c->start[k] + fill[k]++] = r;
+    }
+    free(fill);
+    for (int k = 0; k < c->n; k++)
+        if (c->count[k] > c->largest) c->largest = c->count[k];
+    return 0;
+}
+
+static void clusters_free(struct clusters *c)
+{
+    free(c->start);
+    free(c->count);
+    free(c->members);
+}
+
+static struct ist_group group(const struct clusters *c, int k)
+{
+    return (struct ist_group){&c->members[c->start[k]], c->count[k]};
+}
+
+static int coordinator(const struct clusters *c, int k) { return c->members[c->start[k]]; }
+
+/* The MPI's own `id` inside every cluster at once, from round at: the rounds it takes. */
+static int in_clusters(struct ist_sched *s, int at, enum ist_mpi_flavour f, enum ist_coll_id id,
+                       const struct clusters *c, long bytes)
+{
+    int most = 0;
+    for (int k = 0; k < c->n; k++) {
+        int r = 0;
+        (void)ist_native_schedule(f, id, s, at, group(c, k), bytes, &r);
+        if (r > most) most = r;
+    }
+    return most;
+}
+
+/* The WAN-aware algorithm's schedule; returns its name. */
+static const char *wan_aware(struct ist_sched *s, enum ist_coll_id id, long b,
+                             enum ist_mpi_flavour f, const struct clusters *c, int size)
+{
+    int at = 0;
+    switch (id) {
+    case IST_COLL_BARRIER:
+        at += in_clusters(s, at, f, IST_COLL_BARRIER, c, 0);
+        for (int i = 0; i < c->n; i++)
+            for (int j = 0; j < c->n; j++) ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), 0, 0);
+        at++;
+        in_clusters(s, at, f, IST_COLL_BARRIER, c, 0);
+        return "hierarchical";
+    case IST_COLL_REDUCE:
+        at += in_clusters(s, at, f, IST_COLL_REDUCE, c, b);
+        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, coordinator(c, k), 0, b, 1);
+        return "hierarchical";
+    case IST_COLL_GATHER:
+        at += in_clusters(s, at, f, IST_COLL_GATHER, c, b);
+        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, coordinator(c, k), 0, b * c->count[k], 0);
+        return "hierarchical";
+    case IST_COLL_SCATTER:
+        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, 0, coordinator(c, k), b * c->count[k], 0);
+        in_clusters(s, at + 1, f, IST_COLL_SCATTER, c, b);
+        return "hierarchical";
+    case IST_COLL_ALLGATHER:
+        at += in_clusters(s, at, f, IST_COLL_GATHER, c, b);
+        for (int i = 0; i < c->n; i++)
+            for (int j = 0; j < c->n; j++)
+                ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), b * c->count[i], 0);
+        in_clusters(s, at + 1, f, IST_COLL_BCAST, c, b * size);
+        return "hierarchical";
+    case IST_COLL_ALLTOALL:
+        /* the cluster's own blocks, then every block for other clusters via the
+         * coordinators: up (a gather), across (one message per pair of clusters), down */
+        at += in_clusters(s, at, f, IST_COLL_ALLTOALL, c, b);
+        for (int k = 0; k < c->n; k++) {
+            long away = b * (size - c->count[k]);
+            for (int j = 1; j < c->count[k]; j++) {
+                ist_sched_msg(s, at, c->members[c->start[k] + j], coordinator(c, k), away, 0);
+                ist_sched_msg(s, at + 2, coordinator(c, k), c->members[c->start[k] + j], away, 0);
+            }
+            for (int j = 0; j < c->n; j++)
+                ist_sched_msg(s, at + 1, coordinator(c, k), coordinator(c, j),
+                              b * c->count[k] * c->count[j], 0);
+        }
+        return "aggregated";
+    case IST_COLL_REDUCE_SCATTER_BLOCK:
+        at += in_clusters(s, at, f, IST_COLL_REDUCE, c, b * size);
+        for (int i = 0; i < c->n; i++)
+            for (int j = 0; j < c->n; j++)
+                ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), b * c->count[j], 1);
+        in_clusters(s, at + 1, f, IST_COLL_SCATTER, c, b);
+        return "hierarchical";
+    case IST_COLL_SCAN:
+        at += in_clusters(s, at, f, IST_COLL_SCAN, c, b);
+        for (int i = 0; i < c->n; i++)
+            for (int j = i + 1; j < c->n; j++)
+                ist_sched_msg(s, at, c->members[c->start[i] + c->count[i] - 1], coordinator(c, j), b, 1);
+        in_clusters(s, at + 1, f, IST_COLL_BCAST, c, b);
+        return "hierarchical";
+    default: return NULL;
+    }
+}
+
+/* Allreduce: the cluster reduce, then coordinators exchange the whole vector ("direct")
+ * or reduce-scatter and allgather it among themselves ("split"), then the cluster
+ * broadcast; the layer takes the cheaper exchange (coll_allreduce.c). */
+static double allreduce_wan_aware(long b, enum ist_mpi_flavour f, const struct clusters *c,
+                                  const struct ist_plogp *p, const struct ist_layout *l)
+{
+    double best = HUGE_VAL;
+    for (int split = 0; split < 2; split++) {
+        struct ist_sched s;
+        ist_sched_init(&s);
+        int at = in_clusters(&s, 0, f, IST_COLL_REDUCE, c, b);
+        long part = split ? (b + c->n - 1) / c->n : b;
+        for (int step = 0; step < 1 + split; step++, at++)
+            for (int i = 0; i < c->n; i++)
+                for (int j = 0; j < c->n; j++)
+                    ist_sched_msg(&s, at, coordinator(c, i), coordinator(c, j), part, step == 0);
+        in_clusters(&s, at, f, IST_COLL_BCAST, c, b);
+        double t = ist_sched_time(&s, p, l);
+        ist_sched_free(&s);
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+static void add(struct ist_choice *out, const char *name, int native, double t)
+{
+    if (out->n == IST_CANDIDATES) return;
+    struct ist_candidate *c = &out->c[out->n++];
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->native = native;
+    c->time_us = t;
+}
+
+void ist_coll_choose(enum ist_coll_id id, long bytes, enum ist_mpi_flavour f,
+                     const struct ist_plogp *p, const struct ist_layout *l, struct ist_choice *out)
+{
+    memset(out, 0, sizeof *out);
+    enum ist_coll_id base = ist_coll_regular(id);
+    int *all = malloc((size_t)l->size * sizeof(int));
+    if (!all) return;
+    for (int r = 0; r < l->size; r++) all[r] = r;
+    struct ist_sched s;
+    ist_sched_init(&s);
+    int rounds = 0;
+    char name[40];
+    snprintf(name, sizeof name, "native (%s)",
+             ist_native_schedule(f, base, &s, 0, (struct ist_group){all, l->size}, bytes, &rounds));
+    add(out, name, 1, ist_sched_time(&s, p, l));
+    ist_sched_free(&s);
+    free(all);
+
+    struct clusters c = {0};
+    if (l->nclusters > 1 && clusters_of(l, &c) == 0) {
+        if (base == IST_COLL_BCAST) {
+            add(out, "pipelined two-layer", 0,
+                ist_bcast_best_pipelined(p, c.n, c.largest, bytes > 0 ? bytes : 1).time);
+        } else if (base == IST_COLL_ALLREDUCE) {
+            add(out, "hierarchical", 0, allreduce_wan_aware(bytes, f, &c, p, l));
+        } else {
+            ist_sched_init(&s);
+            const char *wan = wan_aware(&s, base, bytes, f, &c, l->size);
+            if (wan) add(out, wan, 0, ist_sched_time(&s, p, l));
+            ist_sched_free(&s);
+        }
+    }
+    clusters_free(&c);
+    out->best = 0;
+    for (int i = 1; i < out->n; i++)
+        if (out->c[i].time_us < (1 - NATIVE_MARGIN) * out->c[0].time_us &&
+            out->c[i].time_us < out->c[out->best].time_us)
+            out->best = i;
+}

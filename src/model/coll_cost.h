@@ -1,0 +1,64 @@
+/* Which algorithm a collective call should run: every candidate costed, the MPI's own
+ * included (docs/collectives.md, "Choosing"). No MPI here: libisthmus decides with it at
+ * run time, and `isthmus coll explain` prints the same figures. */
+#ifndef ISTHMUS_COLL_COST_H
+#define ISTHMUS_COLL_COST_H
+
+#include "schedule.h"
+
+/* The collectives the layer intercepts, in the order of its selector settings. */
+enum ist_coll_id {
+    IST_COLL_BARRIER,
+    IST_COLL_BCAST,
+    IST_COLL_REDUCE,
+    IST_COLL_ALLREDUCE,
+    IST_COLL_GATHER,
+    IST_COLL_GATHERV,
+    IST_COLL_SCATTER,
+    IST_COLL_SCATTERV,
+    IST_COLL_ALLGATHER,
+    IST_COLL_ALLGATHERV,
+    IST_COLL_ALLTOALL,
+    IST_COLL_ALLTOALLV,
+    IST_COLL_ALLTOALLW,
+    IST_COLL_REDUCE_SCATTER,
+    IST_COLL_REDUCE_SCATTER_BLOCK,
+    IST_COLL_SCAN,
+    IST_COLL_EXSCAN,
+    IST_COLL_COUNT
+};
+extern const char *const ist_coll_names[IST_COLL_COUNT];
+/* The collective named name[0..len), or -1. */
+int ist_coll_by_name(const char *name, unsigned long len);
+
+/* The regular form whose algorithm (and tuning rules) a v-form uses. */
+enum ist_coll_id ist_coll_regular(enum ist_coll_id id);
+
+/* Whose selection rules the MPI's own collectives follow. */
+enum ist_mpi_flavour { IST_MPI_OPENMPI, IST_MPI_MPICH };
+
+/* The MPI's own algorithm for a collective on group g (root 0), as the library's
+ * selection rules pick it at this size, appended to s from round `at`: returns its name;
+ * *rounds gets the rounds used (native_rules.c). */
+const char *ist_native_schedule(enum ist_mpi_flavour f, enum ist_coll_id id, struct ist_sched *s,
+                                int at, struct ist_group g, long bytes, int *rounds);
+
+#define IST_CANDIDATES 4
+struct ist_candidate {
+    char name[40];  /* "native" and the MPI's algorithm, or the WAN-aware algorithm */
+    int native;
+    double time_us; /* predicted */
+};
+struct ist_choice {
+    int n, best;
+    struct ist_candidate c[IST_CANDIDATES];
+};
+
+/* Every candidate for collective id with `bytes` per rank (the bench's sizes: a rank's
+ * block for gather, scatter, allgather, alltoall and reduce_scatter_block, the vector for
+ * the others; the v-forms as their regular ones) on layout l, root 0; best is the
+ * cheapest (coll_choose.c). */
+void ist_coll_choose(enum ist_coll_id id, long bytes, enum ist_mpi_flavour f,
+                     const struct ist_plogp *p, const struct ist_layout *l, struct ist_choice *out);
+
+#endif
