@@ -548,7 +548,7 @@ def cmd_coll_explain(args: argparse.Namespace) -> int:
         title=f"{args.collective} on {p.name} ({p.total_ranks} ranks, {p.layer.placement}): "
         f"predicted by the selector's model ({params.source})"
     )
-    for col in ("MPI", "size", "candidate", "predicted", ""):
+    for col in ("MPI, waiting", "size", "candidate", "predicted", ""):
         table.add_column(col, justify="right" if col in ("size", "predicted") else "left")
     whys = []
     tuning = Path(args.tuning) if args.tuning else p.collectives.tuning
@@ -556,14 +556,14 @@ def cmd_coll_explain(args: argparse.Namespace) -> int:
         for choice in coll_explain.explain(p, params, mpi, args.collective, sizes, tuning):
             for c in choice.candidates:
                 table.add_row(
-                    mpi,
+                    choice.mpi,
                     format_size(choice.bytes),
                     c.name,
                     format_duration(c.predicted_us * 1e-6),
                     "chosen" if c.name == choice.chosen else "",
                 )
             table.add_section()
-            whys.append(f"{mpi}, {format_size(choice.bytes)}: {choice.why()}")
+            whys.append(f"{choice.mpi}, {format_size(choice.bytes)}: {choice.why()}")
     Console(width=max(Console().width, 100)).print(table)
     for line in whys:
         print(line)

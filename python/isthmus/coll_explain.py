@@ -5,12 +5,14 @@ run without MPI by build/bin/isthmus-coll-model)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths, plogp
+from . import mpi as mpi_mod
+from . import paths, plogp, run
 from .errors import UserError
 from .platform import COLLECTIVE_NAMES, Platform
 from .plogp import Params
@@ -30,7 +32,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Choice:
-    mpi: str
+    mpi: str  # and how its ranks wait: "openmpi, sleep"
     collective: str
     bytes: int
     chosen: str
@@ -85,7 +87,10 @@ def explain(
     collective: str,
     sizes: list[int],
     tuning: Path | None = None,
+    cores: int | None = None,
 ) -> list[Choice]:
+    """Each size's candidates and choice, as the layer would see them under `isthmus run`
+    on a machine of `cores` cores (default: this one's; they decide how ranks wait)."""
     if collective not in COLLECTIVE_NAMES:
         raise UserError(f"collective {collective!r}: expected one of {', '.join(COLLECTIVE_NAMES)}")
     if mpi not in MPIS:
@@ -93,13 +98,17 @@ def explain(
     clusters, hosts = layout(p)
     if not clusters:
         raise UserError(f"{p.path}: no cluster gives its rank count (hosts x ranks_per_host)")
+    # as isthmus run would wait: sleeping, the MPI's collectives run as nonblocking forms
+    cores = cores or os.cpu_count() or 1
+    wait = run.wait_mode(p, mpi_mod.IMPLEMENTATIONS[mpi], len(clusters), cores)
     tool = paths.build_dir() / "bin" / "isthmus-coll-model"
     if not tool.exists():
         raise UserError(f"{tool}: not built; run 'make build'")
     with tempfile.TemporaryDirectory() as tmp:
         params_file = Path(tmp) / "params.txt"
         plogp.write(params, params_file)
-        cmd = [str(tool), *(["--tuning", str(tuning)] if tuning else []), str(params_file), mpi,
+        cmd = [str(tool), *(["--tuning", str(tuning)] if tuning else []), str(params_file),
+               f"{mpi}:{wait}",
                ",".join(map(str, clusters)), ",".join(map(str, hosts)), collective,
                *map(str, sizes)]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -111,5 +120,6 @@ def explain(
         cands = tuple(Candidate(c["name"], c["native"], c["predicted_us"]) for c in d["candidates"])
         tuned = d["tuned"]
         measured = (tuned["ours"], tuned["ours_us"], tuned["native_us"]) if tuned else None
-        out.append(Choice(mpi, d["collective"], d["bytes"], d["chosen"], cands, measured))
+        who = f"{mpi}, {wait}"
+        out.append(Choice(who, d["collective"], d["bytes"], d["chosen"], cands, measured))
     return out

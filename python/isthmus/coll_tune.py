@@ -11,12 +11,14 @@ than the library it sits on, and a tie goes to the library."""
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import atomic, bench, records
+from . import atomic, bench, records, run
+from . import mpi as mpi_mod
 from . import platform as platform_mod
 from .coll_explain import layout
 from .errors import UserError
@@ -60,12 +62,12 @@ def rules_from(recs: list[dict[str, Any]]) -> list[Rule]:
                 runs[-1].append(b)
             else:
                 runs.append([b])
-        for i, run in enumerate(runs):
-            ours = ratio[run[0]] < 1 - MARGIN
+        for i, sizes in enumerate(runs):
+            ours = ratio[sizes[0]] < 1 - MARGIN
             # the size that argues least for the choice
-            worst = max(run, key=lambda b: ratio[b]) if ours else min(run, key=lambda b: ratio[b])
-            first = 0 if i == 0 else _between(runs[i - 1][-1], run[0])
-            last = _between(run[-1], runs[i + 1][0]) - 1 if i + 1 < len(runs) else run[-1]
+            worst = (max if ours else min)(sizes, key=lambda b: ratio[b])
+            first = 0 if i == 0 else _between(runs[i - 1][-1], sizes[0])
+            last = _between(sizes[-1], runs[i + 1][0]) - 1 if i + 1 < len(runs) else sizes[-1]
             m = both[worst]
             out.append(Rule(coll, first, max(first, last), ours, m["mpi"], m["native"]))
     return out
@@ -78,6 +80,8 @@ def _between(a: int, b: int) -> int:
 
 def write(path: Path, p: Platform, mpi: str, source: str, rules: list[Rule]) -> None:
     clusters, _ = layout(p)
+    # how isthmus run makes the ranks wait: sleeping, the MPI's collectives are others
+    wait = run.wait_mode(p, mpi_mod.IMPLEMENTATIONS[mpi], len(clusters), os.cpu_count() or 1)
     lines = [
         "# Which collectives the layer runs where: measured by isthmus coll tune",
         "# (docs/collectives.md). rule: collective, bytes from, to, choice, median us of",
@@ -85,6 +89,7 @@ def write(path: Path, p: Platform, mpi: str, source: str, rules: list[Rule]) -> 
         MAGIC,
         f"platform {p.name}",
         f"mpi {mpi}",
+        f"wait {wait}",
         f"ranks {len(clusters)} clusters {len(set(clusters))}",
         f"source {source}",
     ]

@@ -247,6 +247,66 @@ def block_bandwidth(res: dict[str, Any]) -> str:
     return text
 
 
+def block_selector(res: dict[str, Any]) -> str:
+    """The selector's model (src/model/coll_cost.h, run as `isthmus coll explain` runs it)
+    against a coll experiment that measured the layer and the MPI's own side by side: per
+    point both predictions and medians, and whether the model's choice is the faster one."""
+    from . import coll_explain, plogp
+
+    params = res["params"]
+    cores = res["header"]["machine"]["cores"]  # the waiting mode as it was measured
+    cases = {c["name"]: c for c in params.get("cases", [])}
+    by_key: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    for r in res["rows"]:
+        key = (r["case"], tuple(sorted(r["point"].items())), r["collective"], r["bytes"])
+        by_key.setdefault(key, {})[r["entry"]] = r
+    rows, agree = [], 0
+    for (case, point, coll, nbytes), entries in by_key.items():
+        if set(entries) != {"mpi", "native"}:
+            continue  # a point that measured one of the two
+        layer, mine = entries["mpi"], entries["native"]
+        sets = [*params.get("set", []), *cases.get(case, {}).get("set", [])]
+        plat = platform_mod.load(
+            paths.ROOT / params["platform"], [*sets, *(f"{k}={v}" for k, v in point)]
+        )
+        choice = coll_explain.explain(
+            plat, plogp.from_platform(plat), layer["mpi"], coll, [nbytes], cores=cores
+        )[0]
+        native = choice.candidates[0]
+        ours = min(choice.candidates[1:], key=lambda c: c.predicted_us)
+        m_ours, m_native = layer["median_us"], mine["median_us"]
+        picks_ours = choice.chosen != native.name
+        right = picks_ours == (m_ours < m_native) or abs(m_ours / m_native - 1) < 0.05
+        agree += right
+        where = ", ".join(f"{k} {v}" for k, v in point)
+        errors = (native.predicted_us / m_native - 1, ours.predicted_us / m_ours - 1)
+        rows.append(
+            [
+                case + (f", {where}" if where else ""),
+                coll,
+                size(nbytes),
+                native.name.removeprefix("native (").removesuffix(")"),
+                f"{native.predicted_us / 1e3:.1f} / {m_native / 1e3:.1f}",
+                f"{ours.predicted_us / 1e3:.1f} / {m_ours / 1e3:.1f}",
+                f"{errors[0]:+.0%} / {errors[1]:+.0%}",
+                "ours" if picks_ours else "the MPI's",
+                "yes" if right else "**no**",
+            ]
+        )
+    head = [
+        "case", "collective", "size", "the MPI's algorithm (model)",
+        "the MPI's own: predicted / measured, ms", "ours: predicted / measured, ms",
+        "model error: the MPI's / ours", "the model chooses", "the faster one (or within 5%)",
+    ]  # fmt: skip
+    return (
+        table(head, rows, right_from=4)
+        + f"\nThe model chooses the faster one measured (or one within 5%) at {agree} of "
+        + f"{len(rows)} points. Measured: "
+        + made_by(res).replace("Made by", "made by", 1)
+        + "\n"
+    )
+
+
 def plot_bandwidth(res: dict[str, Any], path: Path) -> None:
     rows = bandwidth_rows(res, load_result("collectives/tcp-floor"))
     labels = [f"{r['collective']}\n{size(r['bytes'])}\n{r['mpi']}" for r in rows]
@@ -382,6 +442,8 @@ BLOCKS: dict[str, Block] = {
     ),
     "collectives/tcp-floor": Block("collectives/tcp-floor", block_tcp_floor),
     "collectives/zero": Block("collectives/zero", block_zero),
+    "collectives/latency-selector": Block("collectives/latency", block_selector),
+    "collectives/bandwidth-selector": Block("collectives/bandwidth", block_selector),
 }
 
 

@@ -128,18 +128,6 @@ static void load_model(void)
     model_loaded = 1;
 }
 
-/* The hierarchical algorithms add up to two local stages (gather or reduce before, a
- * broadcast or scatter after) to save wide-area crossings: worth it when a wide-area
- * latency is several local ones, or the wide-area rate is well below the local one.
- * Measured with a 0 ms, 1 Gbit/s WAN: forced, they were 4% slower than native at the
- * median over collectives and sizes (results/collectives/README.md). */
-static int hierarchy_pays(const struct ist_plogp *m)
-{
-    const double mib = 1 << 20;
-    return m->wan.L >= 4 * m->lan.L ||
-           ist_plogp_at(&m->wan, m->wan.g, mib) >= 2 * ist_plogp_at(&m->lan, m->lan.g, mib);
-}
-
 void ist_hier_init(void)
 {
     const char *mode = getenv("ISTHMUS_COLL");
@@ -161,7 +149,7 @@ void ist_hier_init(void)
     if (ist_hier_enabled) {
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_hier, &keyval, NULL);
         load_model();
-        wan_pays = hierarchy_pays(&model);
+        wan_pays = ist_wan_pays(&model);
         if (!wan_pays && log_choices && ist_world_rank() == 0)
             fprintf(stderr, "isthmus: the model's wide-area links are no slower than its local "
                             "ones: native collectives (unless an algorithm is forced)\n");
@@ -299,8 +287,9 @@ static struct ist_hier *lookup(MPI_Comm comm)
 static int decide(struct ist_hier *h, enum ist_coll_id id, long bytes)
 {
     const int logs = log_choices && h->rank == 0;
+    const struct ist_mpi mpi = {flavour, ist_sleep_wait};
     const struct ist_tuning_rule *rule =
-        ist_tuning_find(&tuning, flavour, h->size, h->nclusters, id, bytes);
+        ist_tuning_find(&tuning, mpi, h->size, h->nclusters, id, bytes);
     if (rule) {
         if (logs)
             fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, "
@@ -314,7 +303,7 @@ static int decide(struct ist_hier *h, enum ist_coll_id id, long bytes)
     if (!wan_pays || h->size > COSTED_RANKS) return wan_pays;
     struct ist_layout l = {h->size, h->nclusters, h->cluster_of, h->host};
     struct ist_choice c;
-    ist_coll_choose(id, bytes, flavour, &model, &l, &c);
+    ist_coll_choose(id, bytes, mpi, &model, &l, &c);
     if (logs && c.n > 1)
         fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, %.0f us "
                         "predicted (%s: %.0f us)\n",

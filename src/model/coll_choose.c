@@ -92,7 +92,7 @@ static struct ist_group group(const struct clusters *c, int k)
 static int coordinator(const struct clusters *c, int k) { return c->members[c->start[k]]; }
 
 /* The MPI's own `id` inside every cluster at once, from round at: the rounds it takes. */
-static int in_clusters(struct ist_sched *s, int at, enum ist_mpi_flavour f, enum ist_coll_id id,
+static int in_clusters(struct ist_sched *s, int at, struct ist_mpi f, enum ist_coll_id id,
                        const struct clusters *c, long bytes)
 {
     int most = 0;
@@ -106,7 +106,7 @@ static int in_clusters(struct ist_sched *s, int at, enum ist_mpi_flavour f, enum
 
 /* The WAN-aware algorithm's schedule; returns its name. */
 static const char *wan_aware(struct ist_sched *s, enum ist_coll_id id, long b,
-                             enum ist_mpi_flavour f, const struct clusters *c, int size)
+                             struct ist_mpi f, const struct clusters *c, int size)
 {
     int at = 0;
     switch (id) {
@@ -172,7 +172,7 @@ static const char *wan_aware(struct ist_sched *s, enum ist_coll_id id, long b,
 /* Allreduce: the cluster reduce, then coordinators exchange the whole vector ("direct")
  * or reduce-scatter and allgather it among themselves ("split"), then the cluster
  * broadcast; the layer takes the cheaper exchange (coll_allreduce.c). */
-static double allreduce_wan_aware(long b, enum ist_mpi_flavour f, const struct clusters *c,
+static double allreduce_wan_aware(long b, struct ist_mpi f, const struct clusters *c,
                                   const struct ist_plogp *p, const struct ist_layout *l)
 {
     double best = HUGE_VAL;
@@ -193,6 +193,13 @@ static double allreduce_wan_aware(long b, enum ist_mpi_flavour f, const struct c
     return best;
 }
 
+int ist_wan_pays(const struct ist_plogp *m)
+{
+    const double mib = 1 << 20;
+    return m->wan.L >= 4 * m->lan.L ||
+           ist_plogp_at(&m->wan, m->wan.g, mib) >= 2 * ist_plogp_at(&m->lan, m->lan.g, mib);
+}
+
 static void add(struct ist_choice *out, const char *name, int native, double t)
 {
     if (out->n == IST_CANDIDATES) return;
@@ -202,7 +209,7 @@ static void add(struct ist_choice *out, const char *name, int native, double t)
     c->time_us = t;
 }
 
-void ist_coll_choose(enum ist_coll_id id, long bytes, enum ist_mpi_flavour f,
+void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
                      const struct ist_plogp *p, const struct ist_layout *l, struct ist_choice *out)
 {
     memset(out, 0, sizeof *out);
@@ -236,7 +243,7 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, enum ist_mpi_flavour f,
     }
     clusters_free(&c);
     out->best = 0;
-    for (int i = 1; i < out->n; i++)
+    for (int i = 1; i < out->n && ist_wan_pays(p); i++)
         if (out->c[i].time_us < (1 - NATIVE_MARGIN) * out->c[0].time_us &&
             out->c[i].time_us < out->c[out->best].time_us)
             out->best = i;

@@ -34,14 +34,28 @@ int ist_coll_by_name(const char *name, unsigned long len);
 /* The regular form whose algorithm (and tuning rules) a v-form uses. */
 enum ist_coll_id ist_coll_regular(enum ist_coll_id id);
 
-/* Whose selection rules the MPI's own collectives follow. */
+/* Whose selection rules the MPI's own collectives follow: the library, and whether its
+ * blocking collectives run as their nonblocking forms (the layer's sleeping waits,
+ * layer.wait: a different set of algorithms, Open MPI's libnbc). */
 enum ist_mpi_flavour { IST_MPI_OPENMPI, IST_MPI_MPICH };
+struct ist_mpi {
+    enum ist_mpi_flavour flavour;
+    int nonblocking;
+};
 
 /* The MPI's own algorithm for a collective on group g (root 0), as the library's
  * selection rules pick it at this size, appended to s from round `at`: returns its name;
  * *rounds gets the rounds used (native_rules.c). */
-const char *ist_native_schedule(enum ist_mpi_flavour f, enum ist_coll_id id, struct ist_sched *s,
+const char *ist_native_schedule(struct ist_mpi f, enum ist_coll_id id, struct ist_sched *s,
                                 int at, struct ist_group g, long bytes, int *rounds);
+
+/* Whether the wide-area links cost enough more than the local ones for our algorithms to
+ * be chosen at all: a wide-area latency of 4 local ones, or a wide-area gap g(1 MiB) of
+ * twice the local one. Ours add up to two local stages (a gather or reduce before, a
+ * broadcast or scatter after) to save wide-area crossings, which otherwise buys nothing
+ * (measured with a 0 ms, 1 Gbit/s WAN: forced, they were 4% slower than native at the
+ * median over collectives and sizes, results/collectives/README.md). */
+int ist_wan_pays(const struct ist_plogp *m);
 
 #define IST_CANDIDATES 4
 struct ist_candidate {
@@ -58,7 +72,7 @@ struct ist_choice {
  * block for gather, scatter, allgather, alltoall and reduce_scatter_block, the vector for
  * the others; the v-forms as their regular ones) on layout l, root 0; best is the
  * cheapest (coll_choose.c). */
-void ist_coll_choose(enum ist_coll_id id, long bytes, enum ist_mpi_flavour f,
+void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
                      const struct ist_plogp *p, const struct ist_layout *l, struct ist_choice *out);
 
 #endif

@@ -2,7 +2,8 @@
  *
  *   isthmus-coll-model [--tuning FILE] PARAMS MPI CLUSTERS HOSTS COLLECTIVE BYTES...
  *
- * PARAMS a P-LogP parameter file (docs/model.md); MPI openmpi or mpich; CLUSTERS and
+ * PARAMS a P-LogP parameter file (docs/model.md); MPI openmpi or mpich, with ":sleep"
+ * when the layer's sleeping waits run its collectives as nonblocking forms; CLUSTERS and
  * HOSTS each rank's cluster and host numbers, comma-separated (hosts 0..size-1);
  * COLLECTIVE a name of coll_cost.h's list. Prints one JSON line per size: every
  * candidate's predicted time and the one chosen; with a tuning file (coll_tuning.h), also
@@ -60,10 +61,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err); /* names the file */
         return 2;
     }
-    enum ist_mpi_flavour f;
-    if (strcmp(argv[2], "openmpi") == 0) f = IST_MPI_OPENMPI;
-    else if (strcmp(argv[2], "mpich") == 0) f = IST_MPI_MPICH;
-    else return fail("MPI", argv[2], "openmpi or mpich");
+    /* MPI, with ":sleep" when its collectives run as their nonblocking forms */
+    struct ist_mpi f = {IST_MPI_OPENMPI, strstr(argv[2], ":sleep") != NULL};
+    if (strncmp(argv[2], "mpich", 5) == 0) f.flavour = IST_MPI_MPICH;
+    else if (strncmp(argv[2], "openmpi", 7) != 0)
+        return fail("MPI", argv[2], "openmpi or mpich, with :sleep or :spin");
     int *cluster, *host;
     int n = parse_ints(argv[3], &cluster), nh = parse_ints(argv[4], &host);
     if (n < 1) return fail("clusters", argv[3], "comma-separated cluster numbers");

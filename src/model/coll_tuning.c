@@ -18,7 +18,8 @@ int ist_tuning_read(const char *path, struct ist_tuning *t, char *err, size_t er
 {
     memset(t, 0, sizeof *t);
     t->ranks = t->clusters = -1;
-    t->mpi = (enum ist_mpi_flavour)-1;
+    t->mpi.flavour = (enum ist_mpi_flavour)-1;
+    t->mpi.nonblocking = -1;
     FILE *f = fopen(path, "r");
     if (!f) return fail(err, errlen, path, 0, "cannot read the tuning file");
     char line[512];
@@ -40,9 +41,14 @@ int ist_tuning_read(const char *path, struct ist_tuning *t, char *err, size_t er
                 rc = fail(err, errlen, path, n, "expected 'platform NAME'");
         } else if (strcmp(word, "mpi") == 0) {
             if (sscanf(line, "%*s %63s", name) == 1 && strcmp(name, "openmpi") == 0)
-                t->mpi = IST_MPI_OPENMPI;
-            else if (strcmp(name, "mpich") == 0) t->mpi = IST_MPI_MPICH;
+                t->mpi.flavour = IST_MPI_OPENMPI;
+            else if (strcmp(name, "mpich") == 0) t->mpi.flavour = IST_MPI_MPICH;
             else rc = fail(err, errlen, path, n, "expected 'mpi openmpi' or 'mpi mpich'");
+        } else if (strcmp(word, "wait") == 0) {
+            if (sscanf(line, "%*s %63s", name) == 1 && strcmp(name, "sleep") == 0)
+                t->mpi.nonblocking = 1;
+            else if (strcmp(name, "spin") == 0) t->mpi.nonblocking = 0;
+            else rc = fail(err, errlen, path, n, "expected 'wait sleep' or 'wait spin'");
         } else if (strcmp(word, "ranks") == 0) {
             if (sscanf(line, "%*s %d clusters %d", &t->ranks, &t->clusters) != 2 || t->ranks < 1 ||
                 t->clusters < 1)
@@ -71,13 +77,13 @@ int ist_tuning_read(const char *path, struct ist_tuning *t, char *err, size_t er
             t->rules[t->n++] = r;
         } else {
             rc = fail(err, errlen, path, n,
-                      "expected 'platform', 'mpi', 'ranks', 'source' or 'rule' lines");
+                      "expected 'platform', 'mpi', 'wait', 'ranks', 'source' or 'rule' lines");
         }
     }
     fclose(f);
     if (rc == 0 && !magic) rc = fail(err, errlen, path, 0, "empty (expected '" MAGIC "')");
-    if (rc == 0 && ((int)t->mpi < 0 || t->ranks < 0))
-        rc = fail(err, errlen, path, 0, "lacks its 'mpi' or 'ranks N clusters C' line");
+    if (rc == 0 && ((int)t->mpi.flavour < 0 || t->mpi.nonblocking < 0 || t->ranks < 0))
+        rc = fail(err, errlen, path, 0, "lacks its 'mpi', 'wait' or 'ranks N clusters C' line");
     if (rc != 0) ist_tuning_free(t);
     return rc;
 }
@@ -89,11 +95,12 @@ void ist_tuning_free(struct ist_tuning *t)
     t->n = 0;
 }
 
-const struct ist_tuning_rule *ist_tuning_find(const struct ist_tuning *t, enum ist_mpi_flavour f,
+const struct ist_tuning_rule *ist_tuning_find(const struct ist_tuning *t, struct ist_mpi f,
                                               int ranks, int clusters, enum ist_coll_id id,
                                               long bytes)
 {
-    if (!t || t->n == 0 || t->mpi != f || t->ranks != ranks || t->clusters != clusters)
+    if (!t || t->n == 0 || t->mpi.flavour != f.flavour || t->mpi.nonblocking != f.nonblocking ||
+        t->ranks != ranks || t->clusters != clusters)
         return NULL;
     int coll = (int)ist_coll_regular(id);
     const struct ist_tuning_rule *nearest = NULL;

@@ -6,6 +6,7 @@
  *   isthmus-coll-tuning 1
  *   platform two-clusters
  *   mpi openmpi
+ *   wait sleep
  *   ranks 4 clusters 2
  *   source bench coll, --set wan.latency=2ms
  *   rule alltoall 0 49151 native 812.5 530.1
@@ -13,9 +14,11 @@
  *
  * A rule: collective (the v-forms use their regular form's rules), the byte range it
  * covers (the bench's sizes: coll_cost.h), the choice, and the medians measured for ours
- * and for the MPI's own at the sizes inside it (the slowest ratio's pair). Rules apply to
- * communicators of the given number of ranks and clusters, under the given MPI; sizes
- * beyond the measured range take the nearest rule. '#' starts a comment. No MPI here. */
+ * and for the MPI's own at the size inside it that argues least for the choice. Rules
+ * apply to communicators of the given number of ranks and clusters, under the given MPI
+ * and waiting mode (sleeping, the MPI's collectives run as their nonblocking forms, other
+ * algorithms); sizes beyond the measured range take the nearest rule. '#' starts a
+ * comment. No MPI here. */
 #ifndef ISTHMUS_COLL_TUNING_H
 #define ISTHMUS_COLL_TUNING_H
 
@@ -32,7 +35,7 @@ struct ist_tuning_rule {
 
 struct ist_tuning {
     char platform[128];
-    enum ist_mpi_flavour mpi;
+    struct ist_mpi mpi;
     int ranks, clusters;
     int n;
     struct ist_tuning_rule *rules;
@@ -43,8 +46,8 @@ int ist_tuning_read(const char *path, struct ist_tuning *t, char *err, size_t er
 void ist_tuning_free(struct ist_tuning *t);
 
 /* The rule for collective id at bytes on a communicator of `ranks` ranks in `clusters`
- * clusters under MPI f, or NULL when the file has none. */
-const struct ist_tuning_rule *ist_tuning_find(const struct ist_tuning *t, enum ist_mpi_flavour f,
+ * clusters under MPI f (and its waiting mode), or NULL when the file has none. */
+const struct ist_tuning_rule *ist_tuning_find(const struct ist_tuning *t, struct ist_mpi f,
                                               int ranks, int clusters, enum ist_coll_id id,
                                               long bytes);
 

@@ -270,6 +270,15 @@ int ist_s_barrier_dissemination(struct ist_sched *s, int at, struct ist_group g)
     return rounds;
 }
 
+int ist_s_barrier_recursive_doubling(struct ist_sched *s, int at, struct ist_group g)
+{
+    if (pof2_below(g.n) != g.n) return ist_s_barrier_dissemination(s, at, g);
+    int rounds = log2_ceil(g.n);
+    for (int k = 0; k < rounds; k++)
+        for (int i = 0; i < g.n; i++) ist_sched_msg(s, at + k, RANK(i), RANK(i ^ (1 << k)), 0, 0);
+    return rounds;
+}
+
 int ist_s_reduce_scatter_halving(struct ist_sched *s, int at, struct ist_group g, long block)
 {
     long bytes = block * g.n;

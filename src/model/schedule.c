@@ -61,15 +61,16 @@ static double deliver(struct costs *c, const struct ist_msg *x)
     } else {
         const struct ist_plogp_class *k = a == z ? &c->p->lan : &c->p->wan;
         double gap = ist_plogp_at(k, k->g, b), wire = b * c->lan_byte;
-        /* the bytes leave through the host's port, then (between clusters) the link */
+        /* the bytes leave through the host's port: the sender may start its next message
+         * one LAN gap later, also to another cluster (its links are not its own port) */
         start = max2(start, c->port_out[hs]);
         c->port_out[hs] = start + wire;
-        if (a != z) {
+        c->send_free[x->src] = start + ist_plogp_at(&c->p->lan, c->p->lan.g, b);
+        if (a != z) { /* then queue for the wide-area link of this pair of clusters */
             double *link = &c->link[a * l->nclusters + z];
             start = max2(start, *link);
             *link = start + b * c->wan_byte;
         }
-        c->send_free[x->src] = start + gap;
         in = start + k->L + gap;
         /* and come in through the receiving host's port */
         in = max2(in, c->port_in[hd] + wire);

@@ -7,8 +7,9 @@
  *
  * Rounds give order, not barriers (docs/model.md, "What a collective costs"): a rank's
  * message of round r leaves once everything sent to it in earlier rounds is in, and one
- * gap g(m) after its previous send; it arrives L + g(m) after it leaves (r(m) of the
- * paper) and is reduced at the local copy rate. Its bytes queue, first come first served,
+ * LAN gap g_l(m) after its previous send (its host's port, whichever cluster the message
+ * goes to); it arrives L + g(m) after it leaves (r(m) of the paper, in its class) and is
+ * reduced at the local copy rate. Its bytes queue, first come first served,
  * at the sending host's port and the receiving host's (LAN rate) and, between clusters,
  * on the wide-area link of that ordered pair of clusters (WAN rate; the emulator builds
  * one per pair and direction). Messages between ranks of one host cost a local copy (os
@@ -91,8 +92,10 @@ int ist_s_alltoall_linear(struct ist_sched *s, int at, struct ist_group g, long 
  * i + k (Open MPI, MPICH otherwise). */
 int ist_s_alltoall_pairwise(struct ist_sched *s, int at, struct ist_group g, long block, int xor);
 int ist_s_alltoall_bruck(struct ist_sched *s, int at, struct ist_group g, long block);
-/* Dissemination barrier: ceil(log2 P) rounds of empty messages. */
+/* Dissemination barrier: ceil(log2 P) rounds of empty messages to i + 2^k; recursive
+ * doubling: to i XOR 2^k (Bruck's dissemination when P is not a power of two). */
 int ist_s_barrier_dissemination(struct ist_sched *s, int at, struct ist_group g);
+int ist_s_barrier_recursive_doubling(struct ist_sched *s, int at, struct ist_group g);
 /* Reduce_scatter_block: recursive halving, or pairwise exchange of blocks. */
 int ist_s_reduce_scatter_halving(struct ist_sched *s, int at, struct ist_group g, long block);
 int ist_s_reduce_scatter_pairwise(struct ist_sched *s, int at, struct ist_group g, long block);

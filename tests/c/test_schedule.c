@@ -96,6 +96,11 @@ static int barrier(struct ist_sched *s, int at, struct ist_group g, long b)
     (void)b;
     return ist_s_barrier_dissemination(s, at, g);
 }
+static int barrier_rd(struct ist_sched *s, int at, struct ist_group g, long b)
+{
+    (void)b;
+    return ist_s_barrier_recursive_doubling(s, at, g);
+}
 
 static void algorithms(void)
 {
@@ -133,6 +138,7 @@ static void algorithms(void)
         {"alltoall_pairwise_plus", pairwise_plus, ALL_FROM_ALL},
         {"alltoall_bruck", ist_s_alltoall_bruck, ALL_FROM_ALL},
         {"barrier_dissemination", barrier, ALL_FROM_ALL},
+        {"barrier_recursive_doubling", barrier_rd, ALL_FROM_ALL},
         {"reduce_scatter_halving", ist_s_reduce_scatter_halving, ALL_FROM_ALL},
         {"reduce_scatter_pairwise", ist_s_reduce_scatter_pairwise, ALL_FROM_ALL},
         {"scan_recursive_doubling", ist_s_scan_recursive_doubling, PREFIX},
@@ -234,7 +240,10 @@ static void costs(void)
     ist_sched_free(&s);
 }
 
-static const char *chosen(enum ist_coll_id id, long bytes, enum ist_mpi_flavour f,
+/* the 4 rule sets: Open MPI and MPICH, blocking and nonblocking */
+static struct ist_mpi mpi_of(int f) { return (struct ist_mpi){(enum ist_mpi_flavour)(f % 2), f / 2}; }
+
+static const char *chosen(enum ist_coll_id id, long bytes, struct ist_mpi f,
                           const struct ist_plogp *p, const struct ist_layout *l)
 {
     static struct ist_choice c;
@@ -256,31 +265,39 @@ static void choices(void)
     int cluster[8] = {0, 0, 1, 1, 2, 2, 3, 3}, host[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     struct ist_layout l = {8, 4, cluster, host};
     /* every candidate of every collective has a finite cost */
-    for (int f = 0; f < 2; f++)
+    for (int f = 0; f < 4; f++)
         for (int id = 0; id < IST_COLL_COUNT; id++)
             for (long b = 0; b <= 1L << 20; b = b ? 4 * b : 1)
-                (void)chosen((enum ist_coll_id)id, b, (enum ist_mpi_flavour)f, &far, &l);
+                (void)chosen((enum ist_coll_id)id, b, mpi_of(f), &far, &l);
     /* a WAN as fast as the LAN: funnelling through coordinators only costs, the MPI's own
      * stays for the exchanges, small and large */
+    /* (Open MPI's nonblocking Allreduce, a binomial reduce then a binomial broadcast, loses
+     * to ours even there: not checked) */
     enum ist_coll_id exchanges[] = {IST_COLL_ALLREDUCE, IST_COLL_ALLGATHER, IST_COLL_ALLTOALL};
-    for (int f = 0; f < 2; f++)
+    for (int f = 0; f < 4; f++)
         for (size_t i = 0; i < sizeof exchanges / sizeof *exchanges; i++)
             for (long b = 8; b <= 1L << 20; b *= 128) {
-                const char *c = chosen(exchanges[i], b, (enum ist_mpi_flavour)f, &flat, &l);
-                CHECK(c[0] == 'n', "%s %ld B on a flat network: %s", ist_coll_names[exchanges[i]], b, c);
+                if (f == 2 && exchanges[i] == IST_COLL_ALLREDUCE) continue;
+                const char *c = chosen(exchanges[i], b, mpi_of(f), &flat, &l);
+                CHECK(c[0] == 'n', "%s %ld B on a flat network, rules %d: %s",
+                      ist_coll_names[exchanges[i]], b, f, c);
             }
-    /* a 10 ms WAN: one wide-area latency beats log2(8) of them */
+    /* a 10 ms WAN: one wide-area latency beats log2(8) of them (Open MPI's nonblocking
+     * Allgather sends every block at once: one latency too, so it stays) */
     enum ist_coll_id latency_bound[] = {IST_COLL_BARRIER, IST_COLL_ALLREDUCE, IST_COLL_ALLGATHER,
                                         IST_COLL_BCAST};
-    for (int f = 0; f < 2; f++)
+    for (int f = 0; f < 4; f++)
         for (size_t i = 0; i < sizeof latency_bound / sizeof *latency_bound; i++) {
-            const char *c = chosen(latency_bound[i], 8, (enum ist_mpi_flavour)f, &far, &l);
-            CHECK(c[0] == 'o', "%s, 8 B over 10 ms: %s", ist_coll_names[latency_bound[i]], c);
+            const char *c = chosen(latency_bound[i], 8, mpi_of(f), &far, &l);
+            int stays = f == 2 && latency_bound[i] == IST_COLL_ALLGATHER;
+            CHECK(c[0] == (stays ? 'n' : 'o'), "%s, 8 B over 10 ms, rules %d: %s",
+                  ist_coll_names[latency_bound[i]], f, c);
         }
     /* MPICH's 8-byte alltoall on 8 ranks is Bruck's, 3 rounds across; Open MPI's sends
      * every block at once, one wide-area latency like ours, which adds the cluster stages */
-    CHECK(chosen(IST_COLL_ALLTOALL, 8, IST_MPI_MPICH, &far, &l)[0] == 'o', "MPICH alltoall");
-    CHECK(chosen(IST_COLL_ALLTOALL, 8, IST_MPI_OPENMPI, &far, &l)[0] == 'n', "Open MPI alltoall");
+    struct ist_mpi mpich = {IST_MPI_MPICH, 0}, openmpi = {IST_MPI_OPENMPI, 0};
+    CHECK(chosen(IST_COLL_ALLTOALL, 8, mpich, &far, &l)[0] == 'o', "MPICH alltoall");
+    CHECK(chosen(IST_COLL_ALLTOALL, 8, openmpi, &far, &l)[0] == 'n', "Open MPI alltoall");
 }
 
 /* path of a temporary file holding text */
@@ -297,19 +314,22 @@ static void tuning(void)
     char path[64], err[512];
     struct ist_tuning t;
     temp_file(path, "# comment\nisthmus-coll-tuning 1\nplatform two-clusters\nmpi mpich\n"
-                    "ranks 4 clusters 2\nsource bench coll\n"
+                    "wait sleep\nranks 4 clusters 2\nsource bench coll\n"
                     "rule alltoall 0 181 ours 100 200   # small blocks\n"
                     "rule alltoall 182 4096 native 300 200\n");
     CHECK(ist_tuning_read(path, &t, err, sizeof err) == 0, "read: %s", err);
     unlink(path);
     const struct ist_tuning_rule *r;
-    r = ist_tuning_find(&t, IST_MPI_MPICH, 4, 2, IST_COLL_ALLTOALL, 64);
+    const struct ist_mpi mpich = {IST_MPI_MPICH, 1}, spinning = {IST_MPI_MPICH, 0},
+                         openmpi = {IST_MPI_OPENMPI, 1};
+    r = ist_tuning_find(&t, mpich, 4, 2, IST_COLL_ALLTOALL, 64);
     CHECK(r && r->ours && r->ours_us == 100, "64 B: the first rule");
-    r = ist_tuning_find(&t, IST_MPI_MPICH, 4, 2, IST_COLL_ALLTOALLV, 1 << 20);
+    r = ist_tuning_find(&t, mpich, 4, 2, IST_COLL_ALLTOALLV, 1 << 20);
     CHECK(r && !r->ours && r->from == 182, "alltoallv beyond the range: the nearest rule");
-    CHECK(!ist_tuning_find(&t, IST_MPI_OPENMPI, 4, 2, IST_COLL_ALLTOALL, 64), "another MPI");
-    CHECK(!ist_tuning_find(&t, IST_MPI_MPICH, 8, 4, IST_COLL_ALLTOALL, 64), "another shape");
-    CHECK(!ist_tuning_find(&t, IST_MPI_MPICH, 4, 2, IST_COLL_BCAST, 64), "no bcast rule");
+    CHECK(!ist_tuning_find(&t, openmpi, 4, 2, IST_COLL_ALLTOALL, 64), "another MPI");
+    CHECK(!ist_tuning_find(&t, spinning, 4, 2, IST_COLL_ALLTOALL, 64), "another waiting mode");
+    CHECK(!ist_tuning_find(&t, mpich, 8, 4, IST_COLL_ALLTOALL, 64), "another shape");
+    CHECK(!ist_tuning_find(&t, mpich, 4, 2, IST_COLL_BCAST, 64), "no bcast rule");
     ist_tuning_free(&t);
 
     static const struct {
@@ -317,11 +337,12 @@ static void tuning(void)
     } bad[] = {
         {"isthmus-plogp 1\n", ":1: not a tuning file"},
         {"isthmus-coll-tuning 1\nmpi lam\n", ":2: expected 'mpi openmpi' or 'mpi mpich'"},
+        {"isthmus-coll-tuning 1\nmpi mpich\nwait no\n", ":3: expected 'wait sleep' or 'wait spin'"},
         {"isthmus-coll-tuning 1\nmpi mpich\nranks 4 clusters 2\nrule allfoo 0 8 ours 1 2\n",
          ":4: expected 'rule COLLECTIVE"},
         {"isthmus-coll-tuning 1\nmpi mpich\nranks 4 clusters 2\nrule bcast 9 8 ours 1 2\n",
          ":4: expected 'rule COLLECTIVE"},
-        {"isthmus-coll-tuning 1\nmpi mpich\n", "lacks its 'mpi' or 'ranks N clusters C' line"},
+        {"isthmus-coll-tuning 1\nmpi mpich\nranks 4 clusters 2\n", "lacks its 'mpi', 'wait'"},
         {"", "empty"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -37,7 +37,7 @@ def selections(isthmus: Run, mpi: str, platform: object, sets: tuple[str, ...], 
 def test_fast_link_keeps_the_mpis_alltoall(isthmus: Run, mpi: str) -> None:
     chosen = selections(isthmus, mpi, TWO_CLUSTERS, FAST, "alltoall,allgather", 1 << 20)
     # (the benchmark's own 8-byte Bcast and Allreduce for its timing are chosen too)
-    assert (chosen["alltoall"], chosen["allgather"]) == ("native (pairwise)", "native (ring)")
+    assert chosen["alltoall"].startswith("native") and chosen["allgather"].startswith("native")
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
@@ -49,7 +49,7 @@ def test_slow_link_runs_the_hierarchy(isthmus: Run, mpi: str) -> None:
 @pytest.mark.parametrize(
     ("platform", "sets", "coll", "size", "expected"),
     [
-        (TWO_CLUSTERS, FAST, "alltoall", "1MiB", "native (pairwise)"),
+        (TWO_CLUSTERS, FAST, "alltoall", "1MiB", "native ("),
         (DAS, (), "barrier", "0", "hierarchical"),
         (DAS, (), "bcast", "1MiB", "pipelined two-layer"),
     ],
@@ -130,8 +130,9 @@ def test_tune_writes_a_file_the_layer_follows(isthmus: Run, tmp_path: object) ->
                    "-o", tuning)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     text = tuning.read_text()
-    assert text.splitlines()[3:7] == [
-        "isthmus-coll-tuning 1", "platform two-clusters", "mpi openmpi", "ranks 4 clusters 2",
+    assert text.splitlines()[3:8] == [
+        "isthmus-coll-tuning 1", "platform two-clusters", "mpi openmpi", "wait sleep",
+        "ranks 4 clusters 2",
     ]  # fmt: skip
     assert {"barrier", "allreduce", "alltoall"} <= set(re.findall(r"^rule (\w+)", text, re.M))
     chosen = selections(
@@ -147,8 +148,9 @@ def test_tune_writes_a_file_the_layer_follows(isthmus: Run, tmp_path: object) ->
 
 def test_bad_tuning_file_is_one_line(isthmus: Run, tmp_path: object) -> None:
     bad = tmp_path / "bad.txt"  # type: ignore[operator]
-    bad.write_text("isthmus-coll-tuning 1\nmpi openmpi\nranks 4 clusters 2\nrule alltoall 8\n")
+    bad.write_text("isthmus-coll-tuning 1\nmpi openmpi\nwait spin\nranks 4 clusters 2\n"
+                   "rule alltoall 8\n")  # fmt: skip
     done = isthmus("coll", "explain", "-p", TWO_CLUSTERS, "--tuning", bad, "alltoall", "8")
     assert done.returncode == 2
-    assert f"{bad}:4: expected 'rule COLLECTIVE FROM TO ours|native" in done.stderr
+    assert f"{bad}:5: expected 'rule COLLECTIVE FROM TO ours|native" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
