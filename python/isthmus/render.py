@@ -307,6 +307,79 @@ def block_selector(res: dict[str, Any]) -> str:
     )
 
 
+Pairs = dict[tuple[Any, ...], dict[str, dict[str, Any]]]
+
+
+def entry_pairs(res: dict[str, Any]) -> Pairs:
+    """(MPI, collective, point, bytes) -> {"mpi": row, "native": row}, both measured."""
+    pairs: Pairs = {}
+    for r in res["rows"]:
+        key = (r["mpi"], r["collective"], tuple(sorted(r["point"].items())), r["bytes"])
+        pairs.setdefault(key, {})[r["entry"]] = r
+    return {k: v for k, v in pairs.items() if set(v) == {"mpi", "native"}}
+
+
+def model_errors(res: dict[str, Any], pairs: Pairs) -> dict[tuple[str, str], list[float]]:
+    """Per (MPI, collective): the model's error for the algorithm it chose against the
+    layer's measured median, at 64 KiB and more."""
+    from . import coll_explain, plogp
+
+    params, cores = res["params"], res["header"]["machine"]["cores"]
+    sizes: dict[tuple[str, str, Any], list[int]] = {}
+    for mpi, coll, point, nbytes in pairs:
+        if nbytes >= 65536:
+            sizes.setdefault((mpi, coll, point), []).append(nbytes)
+    errors: dict[tuple[str, str], list[float]] = {}
+    for (mpi, coll, point), big in sizes.items():
+        sets = [*params.get("set", []), *(f"{k}={v}" for k, v in point)]
+        plat = platform_mod.load(paths.ROOT / params["platform"], sets)
+        params_ = plogp.from_platform(plat)
+        for choice in coll_explain.explain(plat, params_, mpi, coll, sorted(big), cores=cores):
+            chosen = next(c for c in choice.candidates if c.name == choice.chosen)
+            measured = pairs[(mpi, coll, point, choice.bytes)]["mpi"]["median_us"]
+            errors.setdefault((mpi, coll), []).append(chosen.predicted_us / measured - 1)
+    return errors
+
+
+def block_grid(res: dict[str, Any]) -> str:
+    """Issue 26's grid for one placement: per MPI and collective, the worst ratio of the
+    layer's median to the MPI's own over every size and wide-area setting, whether it is
+    within 5% or the calls' spread, how many points are beyond both; and the model's error
+    for the algorithm the layer chose, at 64 KiB and more."""
+    pairs = entry_pairs(res)
+    errors = model_errors(res, pairs)
+    by_coll: dict[tuple[str, str], list[tuple[float, str, bool]]] = {}
+    for (mpi, coll, point, nbytes), e in pairs.items():
+        layer, native = e["mpi"], e["native"]
+        ratio = layer["median_us"] / native["median_us"]
+        ok = ratio <= 1.05 or layer["calls_min_us"] <= native["calls_max_us"]
+        where = ", ".join([size(nbytes), *(f"{k} {v}" for k, v in point)])
+        by_coll.setdefault((mpi, coll), []).append((ratio, where, ok))
+    rows = []
+    for (mpi, coll), points in sorted(by_coll.items()):
+        ratio, where, ok = max(points)
+        errs = errors.get((mpi, coll), [])
+        rows.append(
+            [
+                mpi,
+                coll,
+                f"{ratio:.2f}",
+                where,
+                "yes" if ok else "**no**",
+                f"{sum(not p[2] for p in points)} of {len(points)}",
+                f"{statistics.median(abs(x) for x in errs):.0%}" if errs else "-",
+                f"{max(errs, key=abs):+.0%}" if errs else "-",
+                f"{sum(abs(x) <= 0.2 for x in errs)} of {len(errs)}" if errs else "-",
+            ]
+        )
+    head = [
+        "MPI", "collective", "worst: the layer / the MPI's own", "at",
+        "within 5% or the spread", "points beyond both", "model error, median (>= 64 KiB)",
+        "worst", "within 20%",
+    ]  # fmt: skip
+    return table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
+
+
 def plot_bandwidth(res: dict[str, Any], path: Path) -> None:
     rows = bandwidth_rows(res, load_result("collectives/tcp-floor"))
     labels = [f"{r['collective']}\n{size(r['bytes'])}\n{r['mpi']}" for r in rows]
@@ -444,6 +517,10 @@ BLOCKS: dict[str, Block] = {
     "collectives/zero": Block("collectives/zero", block_zero),
     "collectives/latency-selector": Block("collectives/latency", block_selector),
     "collectives/bandwidth-selector": Block("collectives/bandwidth", block_selector),
+    **{
+        f"collectives/grid-{g}": Block(f"collectives/grid-{g}", block_grid)
+        for g in ("2x2", "4x2", "2x4", "2x4-rr")
+    },
 }
 
 

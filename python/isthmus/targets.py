@@ -181,7 +181,42 @@ def _zero(res: dict[str, Any]) -> Measured:
     )
 
 
+def _never_slower(res: dict[str, Any]) -> Measured:
+    ratios = []
+    for (mpi, coll, _point, nbytes), e in render.entry_pairs(res).items():
+        layer, native = e["mpi"], e["native"]
+        beyond = layer["calls_min_us"] > native["calls_max_us"]
+        ratios.append((layer["median_us"] / native["median_us"], beyond, mpi, coll, nbytes))
+    if not ratios:
+        return Measured("no point measured both ways", "-", "-", False)
+    bad = [r for r in ratios if r[0] > 1.05 and r[1]]
+    worst = max(ratios)
+    return Measured(
+        f"{statistics.median(r[0] for r in ratios):.2f} (layer / the MPI's own, "
+        f"{len(ratios)} points)",
+        f"{len(bad)} of {len(ratios)} points over 5% beyond the spread",
+        f"{worst[0]:.2f} ({worst[2]}, {worst[3]}, {render.size(worst[4])})",
+        not bad,
+    )
+
+
+def _model_chosen(res: dict[str, Any]) -> Measured:
+    errors = render.model_errors(res, render.entry_pairs(res))
+    flat = [(abs(x), x, mpi, coll) for (mpi, coll), xs in errors.items() for x in xs]
+    if not flat:
+        return Measured("no point at 64 KiB or more", "-", "-", False)
+    worst = max(flat)
+    return Measured(
+        f"{statistics.median(f[0] for f in flat):.0%} ({len(flat)} points)",
+        "-",
+        f"{worst[1]:+.0%} ({worst[2]}, {worst[3]})",
+        worst[0] <= 0.20,
+    )
+
+
 MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
+    "never-slower": _never_slower,
+    "model-chosen": _model_chosen,
     "zero-cost": _zero,
     "demo-time": _demo,
     "router-delay": _router_delay,
