@@ -85,6 +85,16 @@ class Profile:
             acc[(r.bucket_low, r.function)][1] += r.bytes
         return sorted(((b, f, c, n) for (b, f), (c, n) in acc.items()), key=lambda t: (t[1], t[0]))
 
+    def calls_per_function(self) -> dict[str, int]:
+        """Calls of each function, counted once per call: the most any rank made."""
+        per_rank: dict[tuple[str, int], int] = defaultdict(int)
+        for r in self.rows:
+            per_rank[(r.function, r.rank)] += r.calls
+        out: dict[str, int] = defaultdict(int)
+        for (fn, _rank), c in per_rank.items():
+            out[fn] = max(out[fn], c)
+        return dict(out)
+
     def wan(self) -> list[tuple[str, int, int, int]]:
         """(function, calls, messages, bytes) that libisthmus's WAN-aware collectives sent
         across wide-area links, summed over ranks; calls are counted once per call (the
@@ -213,9 +223,11 @@ def show(p: Profile, console: Console) -> None:
     wan = p.wan()
     if wan:
         wt = Table(title="WAN-aware collectives: what crossed wide-area links (all ranks)")
+        every = p.calls_per_function()
         for col in (
             "function",
             "calls",
+            "of all its calls",
             "messages",
             "bytes",
             "messages per call",
@@ -226,6 +238,7 @@ def show(p: Profile, console: Console) -> None:
             wt.add_row(
                 fn,
                 str(calls),
+                str(every.get(fn, calls)),
                 str(msgs),
                 format_size(nbytes),
                 f"{msgs / calls:g}",

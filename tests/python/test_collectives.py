@@ -165,8 +165,9 @@ def test_profile_counts_wide_area_traffic(isthmus: Run, mpi: str, tmp_path: Path
     wan = {fn: (calls, msgs, nbytes) for fn, calls, msgs, nbytes in p.wan()}
     assert wan["MPI_Allreduce"] == (30, 60, 480)
     assert wan["MPI_Barrier"] == (1, 2, 0)
+    assert p.calls_per_function()["MPI_Allreduce"] == 30  # all of them ran ours (ALWAYS)
     shown = isthmus("profile", "show", out)
-    assert "what crossed wide-area links" in shown.stdout
+    assert "what crossed wide-area links" in shown.stdout and "of all its calls" in shown.stdout
 
 
 FORTRAN = {"mpif": [], "mpi": ["-DUSE_MPI"], "f08": ["-DUSE_F08"]}
