@@ -80,6 +80,13 @@ def layout(p: Platform) -> tuple[list[int], list[int]]:
     return clusters, hosts
 
 
+def wait_of(p: Platform, mpi: str, cores: int | None = None) -> str:
+    """How `isthmus run` makes the platform's ranks wait on a machine of `cores` cores
+    (default: this one's): sleeping, the MPI's collectives run as their nonblocking forms."""
+    ranks = len(p.rank_clusters())
+    return run.wait_mode(p, mpi_mod.IMPLEMENTATIONS[mpi], ranks, cores or os.cpu_count() or 1)
+
+
 def explain(
     p: Platform,
     params: Params,
@@ -99,8 +106,7 @@ def explain(
     if not clusters:
         raise UserError(f"{p.path}: no cluster gives its rank count (hosts x ranks_per_host)")
     # as isthmus run would wait: sleeping, the MPI's collectives run as nonblocking forms
-    cores = cores or os.cpu_count() or 1
-    wait = run.wait_mode(p, mpi_mod.IMPLEMENTATIONS[mpi], len(clusters), cores)
+    wait = wait_of(p, mpi, cores)
     tool = paths.build_dir() / "bin" / "isthmus-coll-model"
     if not tool.exists():
         raise UserError(f"{tool}: not built; run 'make build'")

@@ -11,16 +11,14 @@ than the library it sits on, and a tie goes to the library."""
 from __future__ import annotations
 
 import math
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import atomic, bench, records, run
-from . import mpi as mpi_mod
+from . import atomic, bench, records
 from . import platform as platform_mod
-from .coll_explain import layout
+from .coll_explain import layout, wait_of
 from .errors import UserError
 from .platform import Platform
 
@@ -80,8 +78,7 @@ def _between(a: int, b: int) -> int:
 
 def write(path: Path, p: Platform, mpi: str, source: str, rules: list[Rule]) -> None:
     clusters, _ = layout(p)
-    # how isthmus run makes the ranks wait: sleeping, the MPI's collectives are others
-    wait = run.wait_mode(p, mpi_mod.IMPLEMENTATIONS[mpi], len(clusters), os.cpu_count() or 1)
+    wait = wait_of(p, mpi)
     lines = [
         "# Which collectives the layer runs where: measured by isthmus coll tune",
         "# (docs/collectives.md). rule: collective, bytes from, to, choice, median us of",
