@@ -30,7 +30,7 @@ test-c: build
 	cd $(BUILD) && ctest --output-on-failure
 
 test-py: build
-	$(PY) -m pytest tests/python
+	$(PY) -m pytest --durations=20 tests/python
 
 test: lint check-results test-c test-py
 

@@ -113,9 +113,13 @@ def parse_list(path: Path) -> list[Function]:
     return functions
 
 
-def record_call(f: Function) -> str:
+def record_call(f: Function, pc: str = "__builtin_return_address(0)") -> str:
+    """The recorders after a call; a blocking collective also records its call site, pc
+    (the caller's return address), and then what its WAN-aware algorithm sent."""
     args = "".join(f", {a}" for a in f.record_args)
-    wan = f" ist_rec_wan({f.enum});" if f.group == "coll" else ""
+    wan = ""
+    if f.group == "coll":
+        wan = f" ist_rec_site({f.enum}, {pc}, ist_dt); ist_rec_wan({f.enum});"
     return f"ist_rec_{f.recorder}({f.enum}, ist_dt{args});{wan}"
 
 
@@ -338,7 +342,11 @@ def gen_fortran_wrapper(f: Function) -> str:
     rec_args = "".join(f", {a}" for a in record_args)
     convert = " ".join(c for c in conversions if c)
     body_name = f"ist_fbody_{f.name}"
-    wan = f" ist_rec_wan({f.enum});" if f.group == "coll" else ""
+    wan = ""
+    if f.group == "coll":
+        wan = f" ist_rec_site({f.enum}, ist_pc, ist_dt); ist_rec_wan({f.enum});"
+    # The exported entries pass their caller's return address (pc) to the shared body.
+    pc = "__builtin_return_address(0)"
     # MPICH's mpi_f08 routines without a choice buffer call PMPI_X directly (those with one
     # reach the C MPI_X); their profiling twins are named pmpir_x_f08_.
     mpich_f08 = ""
@@ -346,7 +354,8 @@ def gen_fortran_wrapper(f: Function) -> str:
         mpich_f08 = (
             f"#ifdef IST_MPICH_F08\n"
             f"extern void pmpir{lower[3:]}_f08_({ftypes}, MPI_Fint *);\n"
-            f"void {lower}_f08_({fdecl}) {{ {body_name}(pmpir{lower[3:]}_f08_, {pass_args}); }}\n"
+            f"void {lower}_f08_({fdecl})\n"
+            f"{{ {body_name}(pmpir{lower[3:]}_f08_, {pc}, {pass_args}); }}\n"
             f"#endif\n"
         )
     aliases = "\n".join(
@@ -361,8 +370,9 @@ def gen_fortran_wrapper(f: Function) -> str:
     return f"""{hier}
 typedef void (*ist_ftype_{f.name})({ftypes}, MPI_Fint *);
 extern void p{lower}_({ftypes}, MPI_Fint *);
-static inline void {body_name}(ist_ftype_{f.name} pmpi, {fdecl})
+static inline void {body_name}(ist_ftype_{f.name} pmpi, const void *ist_pc, {fdecl})
 {{
+    (void)ist_pc;
     if (IST_PASS_THROUGH()) {{ {call} return; }}
 {status_setup}    ist_depth++;
     const uint64_t ist_t0 = ist_ticks();
@@ -371,11 +381,11 @@ static inline void {body_name}(ist_ftype_{f.name} pmpi, {fdecl})
     {{ {convert} ist_rec_{recorder}({f.enum}, ist_dt{rec_args});{wan} }}
     ist_depth--;
 }}
-void {lower}_({fdecl}) {{ {body_name}(p{lower}_, {pass_args}); }}
+void {lower}_({fdecl}) {{ {body_name}(p{lower}_, {pc}, {pass_args}); }}
 {aliases}
 #ifdef IST_FORTRAN_F08
 extern void p{lower}_f08_({ftypes}, MPI_Fint *);
-void {lower}_f08_({fdecl}) {{ {body_name}(p{lower}_f08_, {pass_args}); }}
+void {lower}_f08_({fdecl}) {{ {body_name}(p{lower}_f08_, {pc}, {pass_args}); }}
 #endif
 {mpich_f08}"""
 

@@ -24,11 +24,6 @@ from .platform import Platform
 
 MAGIC = "isthmus-coll-tuning 1"
 MARGIN = 0.05
-# The benchmark's collectives (src/bench/coll.c); the v-forms follow their regular forms.
-BENCH_COLLECTIVES = (
-    "barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall",
-    "reduce_scatter_block", "scan",
-)  # fmt: skip
 QUICK_COLLECTIVES = ("barrier", "allreduce", "alltoall")
 
 
@@ -110,7 +105,7 @@ def tune(
     p = platform_mod.load(platform_path, forced)
     if len(p.clusters) < 2:
         raise UserError(f"{platform_path}: one cluster: nothing to choose (expected at least two)")
-    colls = QUICK_COLLECTIVES if quick else BENCH_COLLECTIVES
+    colls = QUICK_COLLECTIVES if quick else platform_mod.COLLECTIVE_NAMES
     max_size = 1 << 12 if quick else 1 << 20
     args = [
         "--entries", "mpi,native", "--collectives", ",".join(colls),

@@ -9,6 +9,8 @@ busiest rank pairs. `plot` draws the communication matrices with cluster boundar
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,44 @@ class FunctionSummary:
     bytes: int
     seconds: float
     rank_seconds: list[float]
+
+
+@dataclass(frozen=True)
+class CallSite:
+    function: str
+    where: str  # "function at file:line" (addr2line), or the object and address
+    calls: int
+    wan_aware_calls: int
+    seconds: float  # over all ranks
+
+
+def where_in_source(sites: list[tuple[str, str, int]]) -> dict[tuple[str, str, int], str]:
+    """Each (function, object, return address)'s caller as addr2line names it from the
+    object's debugging information (the address of the call: one byte before the return
+    address), else the object's name and the address."""
+    out = {s: f"{os.path.basename(s[1])} +{s[2]:#x}" for s in sites}
+    tool = shutil.which("addr2line")
+    by_object: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+    for s in sites:
+        by_object[s[1]].append(s)
+    for obj, mine in by_object.items():
+        if not tool or not os.path.isfile(obj):
+            continue
+        args = [tool, "-e", obj, "-f", "-C", "-p", *(f"{s[2] - 1:#x}" for s in mine)]
+        try:
+            done = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        lines = done.stdout.splitlines()
+        if done.returncode != 0 or len(lines) != len(mine):
+            continue
+        for s, line in zip(mine, lines, strict=True):
+            func, _, place = line.partition(" at ")
+            if "??" not in place:
+                out[s] = f"{func} at {os.path.basename(place.split(' ')[0])}"
+            elif func != "??":
+                out[s] = f"{func} ({out[s]})"
+    return out
 
 
 class Profile:
@@ -107,6 +147,21 @@ class Profile:
             msgs[fn] += m
             nbytes[fn] += b
         return sorted((fn, calls[fn], msgs[fn], nbytes[fn]) for fn in calls)
+
+    def sites(self) -> list[CallSite]:
+        """The collectives' call sites, summed over ranks, most time first; calls counted
+        once per call (the most any rank made there)."""
+        acc: dict[tuple[str, str, int], list[Any]] = {}
+        for _rank, fn, obj, address, calls, wan_calls, seconds in self.data.get("sites", {}).get(
+            "rows", []
+        ):
+            a = acc.setdefault((fn, obj, address), [0, 0, 0.0])
+            a[0] = max(a[0], calls)
+            a[1] = max(a[1], wan_calls)
+            a[2] += seconds
+        names = where_in_source(list(acc))
+        out = [CallSite(fn, names[(fn, o, a)], c, w, s) for (fn, o, a), (c, w, s) in acc.items()]
+        return sorted(out, key=lambda x: -x.seconds)
 
     def traffic(self, kind: str) -> dict[str, Any]:
         result: dict[str, Any] = self.data["traffic"][kind]
@@ -245,6 +300,21 @@ def show(p: Profile, console: Console) -> None:
                 format_size(nbytes // calls),
             )
         console.print(wt)
+
+    sites = p.sites()
+    if sites:
+        st = Table(title="Collectives per call site (all ranks; the selector's choice per call)")
+        for col in ("function", "called from", "calls", "ran the WAN-aware algorithm", "time"):
+            st.add_column(col, justify="right" if col in ("calls", "time") else "left")
+        for site in sites[:20]:
+            st.add_row(
+                site.function,
+                site.where,
+                str(site.calls),
+                str(site.wan_aware_calls),
+                f"{site.seconds:.3f} s",
+            )
+        console.print(st)
 
     for kind, label in KINDS.items():
         cm = Table(title=f"Bytes between clusters, {label} (row: from, column: to)")

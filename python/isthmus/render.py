@@ -256,14 +256,8 @@ def block_selector(res: dict[str, Any]) -> str:
     params = res["params"]
     cores = res["header"]["machine"]["cores"]  # the waiting mode as it was measured
     cases = {c["name"]: c for c in params.get("cases", [])}
-    by_key: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
-    for r in res["rows"]:
-        key = (r["case"], tuple(sorted(r["point"].items())), r["collective"], r["bytes"])
-        by_key.setdefault(key, {})[r["entry"]] = r
     rows, agree = [], 0
-    for (case, point, coll, nbytes), entries in by_key.items():
-        if set(entries) != {"mpi", "native"}:
-            continue  # a point that measured one of the two
+    for (case, coll, point, nbytes), entries in entry_pairs(res, by="case").items():
         layer, mine = entries["mpi"], entries["native"]
         sets = [*params.get("set", []), *cases.get(case, {}).get("set", [])]
         plat = platform_mod.load(
@@ -310,11 +304,12 @@ def block_selector(res: dict[str, Any]) -> str:
 Pairs = dict[tuple[Any, ...], dict[str, dict[str, Any]]]
 
 
-def entry_pairs(res: dict[str, Any]) -> Pairs:
-    """(MPI, collective, point, bytes) -> {"mpi": row, "native": row}, both measured."""
+def entry_pairs(res: dict[str, Any], by: str = "mpi") -> Pairs:
+    """(MPI, collective, point, bytes) -> {"mpi": row, "native": row}, both measured; by
+    "case" for the case's name instead of the MPI's."""
     pairs: Pairs = {}
     for r in res["rows"]:
-        key = (r["mpi"], r["collective"], tuple(sorted(r["point"].items())), r["bytes"])
+        key = (r[by], r["collective"], tuple(sorted(r["point"].items())), r["bytes"])
         pairs.setdefault(key, {})[r["entry"]] = r
     return {k: v for k, v in pairs.items() if set(v) == {"mpi", "native"}}
 
@@ -540,6 +535,7 @@ def _register_areas() -> None:
                                  "results/model/bcast-error.png"),
             "demo/time": Block("demo/time", a.block_demo),
             "demo/shows": Block("demo/time", a.block_demo_shows),
+            "apps/layer": Block("apps/layer", a.block_apps),
             "model/repeatability": Block("model/repeatability", a.block_repeatability),
             "model/heuristic": Block("model/heuristic", a.block_heuristic),
             "net/wait-mode": Block("net/wait-mode", a.block_wait_mode),

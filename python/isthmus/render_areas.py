@@ -4,6 +4,7 @@ rendered from their results files (render.py holds the registry and the collecti
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +313,97 @@ def block_demo_shows(res: dict[str, Any]) -> str:
         if body:
             text += f"{unit} (median of the repeats, their range in brackets):\n\n"
             text += table(head, body, 2) + "\n"
+    return text + made_by(res) + "\n"
+
+
+# ---- apps/layer --------------------------------------------------------------------------
+
+
+def _as_time(s: dict[str, Any], way: str) -> tuple[float, float, float]:
+    """(median, best, worst) of a figure as a time: a rate's reciprocal."""
+    if way == "rate":
+        return 1 / s["median"], 1 / s["max"], 1 / s["min"]
+    return s["median"], s["min"], s["max"]
+
+
+@dataclass(frozen=True)
+class AppFigure:
+    """One figure of one application at one point, the layer against the reference mode."""
+
+    app: str
+    mpi: str
+    where: str
+    figure: str
+    way: str  # "time" or "rate"
+    reference: dict[str, Any] | None  # spread_stats of the reference's runs, None: missing
+    layer: dict[str, Any] | None
+    note: str  # how many runs ended ok, when a side is missing
+
+    def times(self) -> tuple[tuple[float, float, float], tuple[float, float, float]] | None:
+        """(median, best, worst) as times of the layer and of the reference; None when a
+        side did not run ok (or a rate is 0: the application failed its own check)."""
+        if not (self.layer and self.reference):
+            return None
+        if self.way == "rate" and min(self.layer["min"], self.reference["min"]) <= 0:
+            return None
+        return _as_time(self.layer, self.way), _as_time(self.reference, self.way)
+
+    @property
+    def measured(self) -> bool:
+        return self.times() is not None
+
+    @property
+    def ratio(self) -> float | None:
+        """The layer's median as a time over the reference's."""
+        both = self.times()
+        return both[0][0] / both[1][0] if both else None
+
+    @property
+    def ok(self) -> bool:
+        """Within 5%, or within the spread: the layer's best run no slower than the
+        reference's worst (the collectives grid's test)."""
+        both = self.times()
+        return both is not None and (both[0][0] / both[1][0] <= 1.05 or both[0][1] <= both[1][2])
+
+
+def app_figures(res: dict[str, Any]) -> list[AppFigure]:
+    """Per application, MPI, point and figure (the wall time and the sweep's figures)."""
+    ref = res["params"].get("reference", "native")
+    ways = {"wall_s": "time", **res["params"].get("figures", {})}
+    by = {(r["app"], r["mpi"], repr(sorted(r["point"].items())), r["coll"]): r
+          for r in res["rows"]}  # fmt: skip
+    out = []
+    for (app, mpi, point, coll), r in by.items():
+        base = by.get((app, mpi, point, ref))
+        if coll == ref or base is None:
+            continue
+        where = ", ".join(f"{k} {v}" for k, v in r["point"].items())
+        note = f"{r['ok']} of {r['runs']} ok, {ref} {base['ok']} of {base['runs']}"
+        for fig, way in ways.items():
+            if fig in r:
+                out.append(AppFigure(app, mpi, where, fig, way, base.get(fig), r.get(fig), note))
+    return out
+
+
+def block_apps(res: dict[str, Any]) -> str:
+    """The layer's median as a time over the reference mode's, per figure and point."""
+    ref = res["params"].get("reference", "native")
+    body = []
+    figs = app_figures(res)
+    for f in figs:
+        name = f.figure + (" (a rate)" if f.way == "rate" else "")
+        if not (f.measured and f.layer and f.reference):
+            body.append([f.app, f.mpi, f.where, name, "-", "-", "-", f"not measured ({f.note})"])
+            continue
+        body.append([f.app, f.mpi, f.where, name,
+                     f"{f.reference['median']:.4g} ({pct(f.reference['spread'])})",
+                     f"{f.layer['median']:.4g} ({pct(f.layer['spread'])})",
+                     f"{f.ratio:.2f}", "yes" if f.ok else "**no**"])  # fmt: skip
+    head = ["application", "MPI", "point", "figure", f"{ref} (spread)", "the layer (spread)",
+            f"the layer's time / {ref}'s", "within 5% or the spread"]  # fmt: skip
+    beyond = sum(f.measured and not f.ok for f in figs)
+    text = table(head, body, right_from=4)
+    text += f"\n{beyond} of {sum(f.measured for f in figs)} figures beyond both.\n\n"
     return text + made_by(res) + "\n"
 
 

@@ -200,6 +200,21 @@ def _never_slower(res: dict[str, Any]) -> Measured:
     )
 
 
+def _apps(res: dict[str, Any]) -> Measured:
+    from .render_areas import app_figures
+
+    figs = [(f.ratio, f) for f in app_figures(res) if f.ratio is not None]
+    if not figs:
+        return Measured("no figure measured both ways", "-", "-", False)
+    ratio, worst = max(figs, key=lambda x: x[0])
+    return Measured(
+        f"{statistics.median(r for r, _ in figs):.2f} (layer / the MPI's own, {len(figs)} figures)",
+        f"{sum(not f.ok for _, f in figs)} of {len(figs)} figures over 5% beyond the spread",
+        f"{ratio:.2f} ({worst.app} {worst.figure}, {worst.where})",
+        all(f.ok for _, f in figs),
+    )
+
+
 def _model_chosen(res: dict[str, Any]) -> Measured:
     errors = render.model_errors(res, render.entry_pairs(res))
     flat = [(abs(x), x, mpi, coll) for (mpi, coll), xs in errors.items() for x in xs]
@@ -217,6 +232,7 @@ def _model_chosen(res: dict[str, Any]) -> Measured:
 MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "never-slower": _never_slower,
     "model-chosen": _model_chosen,
+    "apps-never-slower": _apps,
     "zero-cost": _zero,
     "demo-time": _demo,
     "router-delay": _router_delay,

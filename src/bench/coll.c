@@ -24,24 +24,54 @@
 #include "bench_common.h"
 #include "bench_window.h"
 
-enum coll { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL,
-            REDUCE_SCATTER_BLOCK, SCAN, NCOLL };
-static const char *coll_name[NCOLL] = {"barrier", "bcast", "reduce", "allreduce", "gather",
-                                       "scatter", "allgather", "alltoall", "reduce_scatter_block", "scan"};
+/* Every collective the layer wraps (src/model/coll_cost.h's order). The v-forms and
+ * alltoallw move equal blocks (counts n, displacements i x n): the same traffic as their
+ * regular forms, through their own entry points. */
+enum coll { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER,
+            ALLGATHERV, ALLTOALL, ALLTOALLV, ALLTOALLW, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK,
+            SCAN, EXSCAN, NCOLL };
+static const char *coll_name[NCOLL] = {
+    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
+    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw", "reduce_scatter",
+    "reduce_scatter_block", "scan", "exscan"};
+
+/* Per-peer counts, displacements (in elements and, for alltoallw, in bytes) and types of
+ * the v-forms: n each, block i at i x n. */
+static int *counts, *displs, *byte_displs;
+static MPI_Datatype *types;
+
+static void set_blocks(int n, int size)
+{
+    for (int i = 0; i < size; i++) {
+        counts[i] = n;
+        displs[i] = byte_displs[i] = i * n;
+        types[i] = MPI_BYTE;
+    }
+}
 
 static void call(enum coll c, char *s, char *r, int n, MPI_Comm comm)
 {
+    int *k = counts, *d = displs;
     switch (c) {
     case BARRIER: MPI_Barrier(comm); break;
     case BCAST: MPI_Bcast(s, n, MPI_BYTE, 0, comm); break;
     case REDUCE: MPI_Reduce(s, r, n, MPI_BYTE, MPI_BOR, 0, comm); break;
     case ALLREDUCE: MPI_Allreduce(s, r, n, MPI_BYTE, MPI_BOR, comm); break;
     case GATHER: MPI_Gather(s, n, MPI_BYTE, r, n, MPI_BYTE, 0, comm); break;
+    case GATHERV: MPI_Gatherv(s, n, MPI_BYTE, r, k, d, MPI_BYTE, 0, comm); break;
     case SCATTER: MPI_Scatter(s, n, MPI_BYTE, r, n, MPI_BYTE, 0, comm); break;
+    case SCATTERV: MPI_Scatterv(s, k, d, MPI_BYTE, r, n, MPI_BYTE, 0, comm); break;
     case ALLGATHER: MPI_Allgather(s, n, MPI_BYTE, r, n, MPI_BYTE, comm); break;
+    case ALLGATHERV: MPI_Allgatherv(s, n, MPI_BYTE, r, k, d, MPI_BYTE, comm); break;
     case ALLTOALL: MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, comm); break;
+    case ALLTOALLV: MPI_Alltoallv(s, k, d, MPI_BYTE, r, k, d, MPI_BYTE, comm); break;
+    case ALLTOALLW:
+        MPI_Alltoallw(s, k, byte_displs, types, r, k, byte_displs, types, comm);
+        break;
+    case REDUCE_SCATTER: MPI_Reduce_scatter(s, r, k, MPI_BYTE, MPI_BOR, comm); break;
     case REDUCE_SCATTER_BLOCK: MPI_Reduce_scatter_block(s, r, n, MPI_BYTE, MPI_BOR, comm); break;
     case SCAN: MPI_Scan(s, r, n, MPI_BYTE, MPI_BOR, comm); break;
+    case EXSCAN: MPI_Exscan(s, r, n, MPI_BYTE, MPI_BOR, comm); break;
     default: break;
     }
 }
@@ -59,6 +89,41 @@ static void op(void *ctx)
     call(cc->c, cc->s, cc->r, cc->n, cc->comm);
 }
 
+/* Whether name is an item of the comma-separated list ("gather" is not in "allgatherv"). */
+static int listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list;; p++) { /* p: the start of an item */
+        size_t item = strcspn(p, ",");
+        if (item == len && strncmp(p, name, len) == 0) return 1;
+        p += item;
+        if (!*p) return 0;
+    }
+}
+
+/* Every item of --collectives names a collective, or rank 0 says which does not (exit 2). */
+static void check_list(const char *list, int rank)
+{
+    if (strcmp(list, "all") == 0) return;
+    for (const char *p = list;; p++) {
+        size_t item = strcspn(p, ",");
+        int known = 0;
+        for (int c = 0; c < NCOLL; c++)
+            known |= strlen(coll_name[c]) == item && strncmp(p, coll_name[c], item) == 0;
+        if (!known) {
+            if (rank == 0)
+                fprintf(stderr, "coll: --collectives: unknown collective '%.*s'; expected all or "
+                        "items of barrier, bcast, reduce, allreduce, gather, gatherv, scatter, "
+                        "scatterv, allgather, allgatherv, alltoall, alltoallv, alltoallw, "
+                        "reduce_scatter, reduce_scatter_block, scan, exscan\n", (int)item, p);
+            MPI_Finalize();
+            exit(2);
+        }
+        p += item;
+        if (!*p) return;
+    }
+}
+
 /* The "native" entry's communicator: libisthmus leaves its collectives to the MPI library
  * (src/coll/hier.h: IST_NATIVE_COMM_NAME), with the same waiting mode as the others. */
 static MPI_Comm native_comm;
@@ -67,6 +132,9 @@ static void measure(enum coll c, long bytes, const struct bench_options *o, int 
                     char *s, char *r)
 {
     struct coll_call cc = {c, s, r, (int)bytes, native ? native_comm : MPI_COMM_WORLD};
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    set_blocks((int)bytes, size);
     struct window_result w = bench_window_time(op, &cc, o->iterations, o->warmup);
     if (rank != 0) return;
     printf("{\"record\": \"coll\", \"collective\": \"%s\", \"entry\": \"%s\", \"bytes\": %ld, \"iterations\": %d, "
@@ -87,6 +155,7 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_list(o.collectives, rank);
     bench_header("coll", argc, argv, &o);
     prctl(PR_SET_TIMERSLACK, 1000UL); /* sleeps end within 1 us of the time asked */
     bench_sync_clocks();
@@ -94,12 +163,12 @@ int main(int argc, char **argv)
     MPI_Comm_set_name(native_comm, "isthmus:native");
     size_t span = (size_t)o.max_size * (size_t)size;
     char *s = calloc(span, 1), *r = calloc(span, 1);
+    counts = calloc((size_t)size, sizeof *counts);
+    displs = calloc((size_t)size, sizeof *displs);
+    byte_displs = calloc((size_t)size, sizeof *byte_displs);
+    types = calloc((size_t)size, sizeof *types);
     for (int c = 0; c < NCOLL; c++) {
-        if (strcmp(o.collectives, "all") != 0) {
-            const char *p = strstr(o.collectives, coll_name[c]);
-            size_t len = strlen(coll_name[c]);
-            if (!p || (p[len] != '\0' && p[len] != ',') || (p != o.collectives && p[-1] != ',')) continue;
-        }
+        if (strcmp(o.collectives, "all") != 0 && !listed(o.collectives, coll_name[c])) continue;
         /* Both entries side by side, size by size, when both are asked for. */
         for (long b = c == BARRIER ? 0 : o.min_size ? o.min_size : 1; b >= 0 && b <= o.max_size;
              b = c == BARRIER ? -1 : bench_next_size(&o, b))
@@ -110,6 +179,10 @@ int main(int argc, char **argv)
     }
     free(s);
     free(r);
+    free(counts);
+    free(displs);
+    free(byte_displs);
+    free(types);
     MPI_Comm_free(&native_comm);
     MPI_Finalize();
     return 0;

@@ -144,6 +144,39 @@ int ist_h_irecv_segments(const struct ist_hier *h, void *buf, long bytes, int so
     return segments_do(h, buf, bytes, source, tag, q, 0);
 }
 
+/* count elements of type at buf as messages of at most ist_wan_segment() bytes, each
+ * whole elements (at least one): isend or irecv on each. */
+static int typed_segments_do(const struct ist_hier *h, char *buf, int count, MPI_Datatype type,
+                             int peer, int tag, struct ist_reqs *q, int send)
+{
+    int size;
+    PMPI_Type_size(type, &size);
+    const MPI_Aint extent = ist_extent(type);
+    long per = size > 0 ? ist_wan_segment() / size : count;
+    if (per < 1) per = 1;
+    int off = 0, rc = MPI_SUCCESS;
+    do {
+        int n = count - off < per ? count - off : (int)per;
+        char *at = buf + (MPI_Aint)off * extent;
+        rc = send ? ist_h_isend_typed(h, at, n, type, peer, tag, ist_reqs_next(q))
+                  : ist_h_irecv_typed(h, at, n, type, peer, tag, ist_reqs_next(q));
+        off += n;
+    } while (rc == MPI_SUCCESS && off < count);
+    return rc;
+}
+
+int ist_h_isend_typed_segments(const struct ist_hier *h, const void *buf, int count,
+                               MPI_Datatype type, int dest, int tag, struct ist_reqs *q)
+{
+    return typed_segments_do(h, (char *)buf, count, type, dest, tag, q, 1);
+}
+
+int ist_h_irecv_typed_segments(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
+                               int source, int tag, struct ist_reqs *q)
+{
+    return typed_segments_do(h, buf, count, type, source, tag, q, 0);
+}
+
 int ist_reqs_wait(struct ist_reqs *q)
 {
     int rc = ist_h_waitall(q->n, q->r);
@@ -166,8 +199,8 @@ int ist_h_fold_clusters(const struct ist_hier *h, void *buf, int count, MPI_Data
 {
     void **parts = malloc((size_t)h->nclusters * sizeof *parts);
     struct ist_tmp *tmp = calloc((size_t)h->nclusters, sizeof *tmp);
-    MPI_Request *req = malloc(2 * (size_t)h->nclusters * sizeof *req);
-    int n = 0, rc = MPI_SUCCESS;
+    struct ist_reqs q = {0};
+    int rc = MPI_SUCCESS;
     for (int c = 0; c < h->nclusters && rc == MPI_SUCCESS; c++) {
         if (c == h->my_cluster) {
             parts[c] = buf;
@@ -176,16 +209,16 @@ int ist_h_fold_clusters(const struct ist_hier *h, void *buf, int count, MPI_Data
         rc = ist_tmp_alloc(&tmp[c], count, type);
         parts[c] = tmp[c].base;
         if (rc == MPI_SUCCESS)
-            rc = ist_h_irecv_typed(h, parts[c], count, type, h->first[c], tag, &req[n++]);
+            rc = ist_h_irecv_typed_segments(h, parts[c], count, type, h->first[c], tag, &q);
         if (rc == MPI_SUCCESS && send_own)
-            rc = ist_h_isend_typed(h, buf, count, type, h->first[c], tag, &req[n++]);
+            rc = ist_h_isend_typed_segments(h, buf, count, type, h->first[c], tag, &q);
     }
-    if (rc == MPI_SUCCESS) rc = ist_h_waitall(n, req);
+    int waited = ist_reqs_wait(&q);
+    if (rc == MPI_SUCCESS) rc = waited;
     if (rc == MPI_SUCCESS)
         rc = ist_copy_typed(ist_fold(parts, h->nclusters, count, type, op), buf, count, type);
     for (int c = 0; c < h->nclusters; c++) ist_tmp_free(&tmp[c]);
     free(tmp);
-    free(req);
     free(parts);
     return rc;
 }

@@ -1,8 +1,9 @@
 /* Reduce: each cluster reduces to one rank (the root in its own cluster, the coordinator
  * elsewhere) with the MPI's reduce; those send their partial results straight to the
  * root, which combines them in cluster order: one wide-area latency, and each partial
- * result crosses one link once. A non-commutative operation keeps MPI's order of operands
- * when every cluster's ranks are consecutive; otherwise the native reduce runs. */
+ * result crosses one link once (in segments under the MPI's eager limit: hier.h). A
+ * non-commutative operation keeps MPI's order of operands when every cluster's ranks are
+ * consecutive; otherwise the native reduce runs. */
 #include <stdlib.h>
 
 #include "hier.h"
@@ -31,9 +32,11 @@ int ist_hier_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
         struct ist_tmp part;
         rc = ist_tmp_alloc(&part, count, datatype);
         if (rc == MPI_SUCCESS) rc = MPI_Reduce(sendbuf, part.base, count, datatype, op, 0, h->local);
-        MPI_Request req;
-        if (rc == MPI_SUCCESS) rc = ist_h_isend_typed(h, part.base, count, datatype, root, TAG_REDUCE, &req);
-        if (rc == MPI_SUCCESS) rc = ist_h_waitall(1, &req);
+        struct ist_reqs q = {0};
+        if (rc == MPI_SUCCESS)
+            rc = ist_h_isend_typed_segments(h, part.base, count, datatype, root, TAG_REDUCE, &q);
+        int waited = ist_reqs_wait(&q);
+        if (rc == MPI_SUCCESS) rc = waited;
         ist_tmp_free(&part);
     } else {
         rc = MPI_Reduce(sendbuf, NULL, count, datatype, op, lroot, h->local);

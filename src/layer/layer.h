@@ -52,7 +52,9 @@ static inline void ist_mpich_finalize_begin(void) {}
 
 /* Recorders: one per kind of call in mpi_functions.txt. 'ticks' is the time in the call. */
 void ist_rec_none(enum ist_fn fn, uint64_t ticks);
-/* After a blocking collective: charge it the wide-area traffic of libisthmus's algorithm. */
+/* After a blocking collective: its call site (the caller's return address pc), then the
+ * wide-area traffic of libisthmus's algorithm (which clears what ist_rec_site reads). */
+void ist_rec_site(enum ist_fn fn, const void *pc, uint64_t ticks);
 void ist_rec_wan(enum ist_fn fn);
 void ist_rec_size(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type);
 void ist_rec_send(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int dest,

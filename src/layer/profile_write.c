@@ -1,7 +1,10 @@
 /* Merging every rank's counters on rank 0 and writing the profile (docs/profile.md has the
  * schema). The file is written under a temporary name and renamed, so a reader never sees
  * half a profile. */
+#define _GNU_SOURCE /* dladdr1: where a call site is */
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,16 @@ struct call_row {
     uint64_t calls;
     uint64_t bytes;
     double seconds;
+};
+
+/* One collective call site of one rank, as sent to rank 0: the object holding the caller
+ * and the return address less the object's load bias (what addr2line takes), its counts. */
+struct site_row {
+    int32_t fn;
+    int32_t pad;
+    uint64_t calls, wan_calls, address;
+    double seconds;
+    char object[240];
 };
 
 struct rank_summary {
@@ -113,6 +126,58 @@ static void write_kind(FILE *f, const char *name, const uint64_t *all, int n, en
     free(cm);
 }
 
+/* The object a return address lies in, and the address less its load bias. */
+static void locate(const void *pc, char *object, size_t len, uint64_t *address)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    *address = (uint64_t)(uintptr_t)pc;
+    snprintf(object, len, "?");
+    if (!pc || !dladdr1(pc, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return;
+    *address -= (uint64_t)map->l_addr;
+    if (map->l_name && map->l_name[0] == '/') {
+        snprintf(object, len, "%s", map->l_name);
+    } else { /* the program itself: the link map names it "" */
+        ssize_t n = readlink("/proc/self/exe", object, len - 1);
+        object[n > 0 ? n : 0] = '\0';
+    }
+}
+
+static struct site_row *my_sites(int *n, double ticks_per_second)
+{
+    struct site_row *rows = calloc(IST_MAX_SITES + 1, sizeof *rows);
+    *n = 0;
+    for (int i = 0; rows && i < IST_MAX_SITES; i++) {
+        const struct ist_site *s = &ist_sites[i];
+        if (!s->calls) continue;
+        struct site_row *r = &rows[(*n)++];
+        r->fn = s->fn;
+        r->calls = s->calls;
+        r->wan_calls = s->wan_calls;
+        r->seconds = (double)s->ticks / ticks_per_second;
+        locate(s->pc, r->object, sizeof r->object, &r->address);
+    }
+    return rows;
+}
+
+static void write_sites(FILE *f, const struct site_row *rows, const int *counts, int n,
+                        uint64_t dropped)
+{
+    fputs("  \"sites\": {\n    \"columns\": [\"rank\", \"function\", \"object\", \"address\", "
+          "\"calls\", \"wan_aware_calls\", \"seconds\"],\n    \"rows\": [", f);
+    int first = 1;
+    for (int r = 0, k = 0; r < n; r++)
+        for (int i = 0; i < counts[r]; i++, k++) {
+            const struct site_row *s = &rows[k];
+            fprintf(f, "%s\n      [%d, \"%s\", ", first ? "" : ",", r, ist_fn_name[s->fn]);
+            json_string(f, s->object);
+            fprintf(f, ", %llu, %llu, %llu, %.9f]", (unsigned long long)s->address,
+                    (unsigned long long)s->calls, (unsigned long long)s->wan_calls, s->seconds);
+            first = 0;
+        }
+    fprintf(f, "\n    ],\n    \"dropped_calls\": %llu\n  },\n", (unsigned long long)dropped);
+}
+
 /* Per rank and function: calls that ran libisthmus's WAN-aware algorithm and what this
  * rank sent across wide-area links in them. */
 static void write_wan(FILE *f, int n, const uint64_t *wan)
@@ -134,7 +199,8 @@ static void write_wan(FILE *f, int n, const uint64_t *wan)
 
 static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
                           const struct call_row *rows, const int *row_counts,
-                          const uint64_t *matrix, const uint64_t *wan, double ticks_per_second)
+                          const uint64_t *matrix, const uint64_t *wan, double ticks_per_second,
+                          const struct site_row *sites, const int *site_counts, uint64_t dropped)
 {
     char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0, version = 0, subversion = 0;
@@ -187,6 +253,7 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
         }
     fputs("\n    ]\n  },\n", f);
     write_wan(f, n, wan);
+    write_sites(f, sites, site_counts, n, dropped);
     fputs("  \"traffic\": {\n", f);
     write_kind(f, "p2p", matrix, n, IST_OUT_P2P_MSGS, 0, ",");
     write_kind(f, "coll", matrix, n, IST_OUT_COLL_MSGS, 1, "");
@@ -246,6 +313,28 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     PMPI_Gather(ist_wan_stats, IST_FN_COUNT * IST_NWAN, MPI_UINT64_T, wan, IST_FN_COUNT * IST_NWAN,
                 MPI_UINT64_T, 0, comm);
 
+    int nsites = 0, *site_counts = NULL, *site_bytes = NULL, *site_displs = NULL;
+    struct site_row *my = my_sites(&nsites, ticks_per_second), *sites = NULL;
+    uint64_t dropped = 0;
+    PMPI_Reduce(&ist_sites_dropped, &dropped, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
+    if (me == 0) {
+        site_counts = calloc((size_t)n, sizeof *site_counts);
+        site_bytes = calloc((size_t)n, sizeof *site_bytes);
+        site_displs = calloc((size_t)n, sizeof *site_displs);
+    }
+    PMPI_Gather(&nsites, 1, MPI_INT, site_counts, 1, MPI_INT, 0, comm);
+    if (me == 0) {
+        int total = 0;
+        for (int r = 0; r < n; r++) {
+            site_displs[r] = total * (int)sizeof(struct site_row);
+            site_bytes[r] = site_counts[r] * (int)sizeof(struct site_row);
+            total += site_counts[r];
+        }
+        sites = calloc((size_t)total + 1, sizeof *sites);
+    }
+    PMPI_Gatherv(my, nsites * (int)sizeof(struct site_row), MPI_BYTE, sites, site_bytes,
+                 site_displs, MPI_BYTE, 0, comm);
+
     int rc = 0;
     if (me == 0) {
         char tmp[4096];
@@ -255,7 +344,8 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
             fprintf(stderr, "isthmus: cannot write the profile '%s': %s\n", path, strerror(errno));
             rc = -1;
         } else {
-            write_profile(f, n, ranks, rows, counts, matrix, wan, ticks_per_second);
+            write_profile(f, n, ranks, rows, counts, matrix, wan, ticks_per_second, sites,
+                          site_counts, dropped);
             if (fclose(f) != 0 || rename(tmp, path) != 0) {
                 fprintf(stderr, "isthmus: cannot write the profile '%s': %s\n", path,
                         strerror(errno));
@@ -272,5 +362,10 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     free(ranks);
     free(matrix);
     free(wan);
+    free(my);
+    free(sites);
+    free(site_counts);
+    free(site_bytes);
+    free(site_displs);
     return rc;
 }

@@ -19,6 +19,8 @@
 struct ist_bucket ist_stats[IST_FN_COUNT][IST_NBUCKETS];
 uint64_t ist_wan_stats[IST_FN_COUNT][IST_NWAN];
 uint64_t *ist_matrix_vec;
+struct ist_site ist_sites[IST_MAX_SITES];
+uint64_t ist_sites_dropped;
 static int world_n;
 
 /* Under MPI_THREAD_MULTIPLE several threads record at once: a spinlock then guards the
@@ -79,6 +81,25 @@ static void out_to_all(const struct ist_comm_info *ci, uint64_t bytes)
 {
     for (int i = 0; i < ci->size; i++)
         if (i != ci->rank) add_traffic(IST_OUT_COLL_MSGS, ci->world[i], bytes);
+}
+
+void ist_rec_site(enum ist_fn fn, const void *pc, uint64_t ticks)
+{
+    const uint64_t hash = ((uint64_t)(uintptr_t)pc * 0x9E3779B97F4A7C15ull) >> 32;
+    lock_stats();
+    for (int i = 0; i < IST_MAX_SITES; i++) {
+        struct ist_site *s = &ist_sites[(hash + (uint64_t)i) % IST_MAX_SITES];
+        if (s->calls && (s->pc != pc || s->fn != (int32_t)fn)) continue;
+        s->pc = pc;
+        s->fn = (int32_t)fn;
+        s->calls++;
+        s->wan_calls += ist_wan_calls != 0; /* read before ist_rec_wan clears it */
+        s->ticks += ticks;
+        unlock_stats();
+        return;
+    }
+    ist_sites_dropped++;
+    unlock_stats();
 }
 
 void ist_rec_wan(enum ist_fn fn)

@@ -38,6 +38,21 @@ enum ist_wan_field { IST_WAN_CALLS, IST_WAN_MESSAGES, IST_WAN_BYTES, IST_NWAN };
 extern uint64_t ist_wan_stats[IST_FN_COUNT][IST_NWAN];
 extern uint64_t *ist_matrix_vec; /* IST_NVEC * world_size */
 
+/* Call sites of the collectives, as mpiP keeps them: per function and return address into
+ * the caller, the calls, their time, and how many ran libisthmus's WAN-aware algorithm
+ * (the others ran the MPI's own, as the selector chose for that call). A fixed table,
+ * open addressing; calls at sites beyond it are only counted (ist_sites_dropped). */
+#define IST_MAX_SITES 512
+
+struct ist_site {
+    const void *pc; /* the return address: the instruction after the call */
+    int32_t fn;
+    uint64_t calls, wan_calls, ticks;
+};
+
+extern struct ist_site ist_sites[IST_MAX_SITES];
+extern uint64_t ist_sites_dropped;
+
 static inline int ist_bucket_of(uint64_t bytes)
 {
     int b = bytes ? 64 - __builtin_clzll(bytes) : 0;

@@ -66,7 +66,7 @@ int ist_tuning_read(const char *path, struct ist_tuning *t, char *err, size_t er
                           "expected 'rule COLLECTIVE FROM TO ours|native OURS_US NATIVE_US'");
                 break;
             }
-            r.coll = (int)ist_coll_regular((enum ist_coll_id)id);
+            r.coll = id;
             r.ours = strcmp(choice, "ours") == 0;
             struct ist_tuning_rule *more = realloc(t->rules, (size_t)(t->n + 1) * sizeof *more);
             if (!more) {
@@ -102,17 +102,20 @@ const struct ist_tuning_rule *ist_tuning_find(const struct ist_tuning *t, struct
     if (!t || t->n == 0 || t->mpi.flavour != f.flavour || t->mpi.nonblocking != f.nonblocking ||
         t->ranks != ranks || t->clusters != clusters)
         return NULL;
-    int coll = (int)ist_coll_regular(id);
+    /* The collective's own rules; a v-form without any falls back on its regular form's. */
     const struct ist_tuning_rule *nearest = NULL;
-    long distance = 0;
-    for (int i = 0; i < t->n; i++) {
-        const struct ist_tuning_rule *r = &t->rules[i];
-        if (r->coll != coll) continue;
-        if (bytes >= r->from && bytes <= r->to) return r;
-        long d = bytes < r->from ? r->from - bytes : bytes - r->to;
-        if (!nearest || d < distance) {
-            nearest = r;
-            distance = d;
+    for (int pass = 0; pass < 2 && !nearest; pass++) {
+        int coll = pass == 0 ? (int)id : (int)ist_coll_regular(id);
+        long distance = 0;
+        for (int i = 0; i < t->n; i++) {
+            const struct ist_tuning_rule *r = &t->rules[i];
+            if (r->coll != coll) continue;
+            if (bytes >= r->from && bytes <= r->to) return r;
+            long d = bytes < r->from ? r->from - bytes : bytes - r->to;
+            if (!nearest || d < distance) {
+                nearest = r;
+                distance = d;
+            }
         }
     }
     return nearest;

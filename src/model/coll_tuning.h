@@ -12,9 +12,10 @@
  *   rule alltoall 0 49151 native 812.5 530.1
  *   rule alltoall 49152 1048576 ours 6120.0 7733.4
  *
- * A rule: collective (the v-forms use their regular form's rules), the byte range it
- * covers (the bench's sizes: coll_cost.h), the choice, and the medians measured for ours
- * and for the MPI's own at the size inside it that argues least for the choice. Rules
+ * A rule: collective (a v-form without rules of its own uses its regular form's), the
+ * byte range it covers (the bench's sizes: coll_cost.h), the choice, and the medians
+ * measured for ours and for the MPI's own at the size inside it that argues least for the
+ * choice. Rules
  * apply to communicators of the given number of ranks and clusters, under the given MPI
  * and waiting mode (sleeping, the MPI's collectives run as their nonblocking forms, other
  * algorithms); sizes beyond the measured range take the nearest rule. '#' starts a
@@ -27,7 +28,7 @@
 #include "coll_cost.h"
 
 struct ist_tuning_rule {
-    int coll; /* enum ist_coll_id, a regular form */
+    int coll; /* enum ist_coll_id */
     long from, to;
     int ours;
     double ours_us, native_us;

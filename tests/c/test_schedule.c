@@ -316,7 +316,8 @@ static void tuning(void)
     temp_file(path, "# comment\nisthmus-coll-tuning 1\nplatform two-clusters\nmpi mpich\n"
                     "wait sleep\nranks 4 clusters 2\nsource bench coll\n"
                     "rule alltoall 0 181 ours 100 200   # small blocks\n"
-                    "rule alltoall 182 4096 native 300 200\n");
+                    "rule alltoall 182 4096 native 300 200\n"
+                    "rule alltoallw 0 4096 native 900 800\n");
     CHECK(ist_tuning_read(path, &t, err, sizeof err) == 0, "read: %s", err);
     unlink(path);
     const struct ist_tuning_rule *r;
@@ -325,7 +326,10 @@ static void tuning(void)
     r = ist_tuning_find(&t, mpich, 4, 2, IST_COLL_ALLTOALL, 64);
     CHECK(r && r->ours && r->ours_us == 100, "64 B: the first rule");
     r = ist_tuning_find(&t, mpich, 4, 2, IST_COLL_ALLTOALLV, 1 << 20);
-    CHECK(r && !r->ours && r->from == 182, "alltoallv beyond the range: the nearest rule");
+    CHECK(r && !r->ours && r->from == 182,
+          "alltoallv, no rule of its own, beyond the range: alltoall's nearest rule");
+    r = ist_tuning_find(&t, mpich, 4, 2, IST_COLL_ALLTOALLW, 64);
+    CHECK(r && !r->ours && r->ours_us == 900, "alltoallw: its own rule before alltoall's");
     CHECK(!ist_tuning_find(&t, openmpi, 4, 2, IST_COLL_ALLTOALL, 64), "another MPI");
     CHECK(!ist_tuning_find(&t, spinning, 4, 2, IST_COLL_ALLTOALL, 64), "another waiting mode");
     CHECK(!ist_tuning_find(&t, mpich, 8, 4, IST_COLL_ALLTOALL, 64), "another shape");

@@ -20,7 +20,7 @@ APPS = ROOT / "tests" / "apps"
 MPIS = ("openmpi", "mpich")
 # (language, source, compiler wrapper, flags)
 LANGUAGES = {
-    "c": ("pattern.c", "mpicc", []),
+    "c": ("pattern.c", "mpicc", ["-g"]),  # -g: profile show names its call sites
     "cxx": ("pattern.cpp", "mpicxx", []),
     "fortran-mpif": ("pattern.F90", "mpif90", ["-fallow-argument-mismatch"]),
     "fortran-mpi": ("pattern.F90", "mpif90", ["-DUSE_MPI"]),

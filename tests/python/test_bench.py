@@ -124,12 +124,15 @@ def test_collective_latency_window(isthmus: Run, tmp_path: Path, mpi: str) -> No
         "--iterations",
         "10",
         "--collectives",
-        "barrier,bcast,alltoall",
+        "barrier,bcast,gatherv,alltoall,alltoallw,exscan",
     )
     assert [(r["collective"], r["bytes"]) for r in recs] == [
         ("barrier", 0),
         ("bcast", 8),
+        ("gatherv", 8),
         ("alltoall", 8),
+        ("alltoallw", 8),
+        ("exscan", 8),
     ]
     for r in recs:
         assert r["counted"] >= 8, r
@@ -156,6 +159,11 @@ def test_bad_benchmark_requests(isthmus: Run, tmp_path: Path) -> None:
         "bench", "pingpong", "-p", TWO_CLUSTERS, "-o", tmp_path / "z.jsonl", "--", "--peer", "9"
     )
     assert done.returncode == 2 and "--peer must name another rank" in done.stderr
+    done = isthmus(
+        "bench", "coll", "-p", TWO_CLUSTERS, "-o", tmp_path / "c.jsonl", "--",
+        "--collectives", "allgatherv,gatherx",
+    )  # fmt: skip
+    assert done.returncode == 2 and "unknown collective 'gatherx'" in done.stderr
 
 
 @pytest.mark.parametrize("mpi", MPIS)

@@ -239,3 +239,33 @@ def test_a_terminated_run_stops_its_benchmark_and_leaves_no_network(tmp_path: Pa
                            text=True).stdout  # fmt: skip
     assert not ranks.strip()
     assert not (tmp_path / "pio" / "bench.json").exists()  # nothing half-written
+
+
+def test_the_application_table_judges_times_and_rates_alike() -> None:
+    """apps/layer's rule: the layer's median as a time over native's (a rate inverted),
+    within 5% or within the spread (the layer's best run no slower than native's worst)."""
+    from isthmus.render_areas import app_figures
+    from isthmus.runners import spread_stats
+
+    def row(coll: str, wall: list[float], fft: list[float]) -> dict[str, object]:
+        return {
+            "app": "hpcc",
+            "mpi": "openmpi",
+            "point": {"wan.latency": "1ms"},
+            "coll": coll,
+            "runs": 3,
+            "ok": 3,
+            "wall_s": spread_stats(wall),
+            "fft": spread_stats(fft),
+        }
+
+    res = {
+        "params": {"figures": {"fft": "rate"}},
+        "rows": [row("native", [10, 10, 10], [2, 2, 2]), row("isthmus", [11, 12, 13], [1, 2, 3])],
+    }
+    wall, fft = app_figures(res)
+    assert (wall.figure, fft.figure) == ("wall_s", "fft")
+    assert wall.ratio == pytest.approx(1.2) and not wall.ok  # 20% slower, best run 11 > 10
+    assert fft.ratio == pytest.approx(1.0) and fft.ok  # same median rate
+    res["rows"][1]["fft"] = spread_stats([1.0, 1.0, 1.0])
+    assert app_figures(res)[1].ratio == pytest.approx(2.0)  # half the rate: twice the time

@@ -28,9 +28,11 @@ def test_show_prints_every_table(isthmus: Run, profile_file: Path) -> None:
         "Traffic inside clusters",
         "Bytes between clusters",
         "Busiest rank pairs",
+        "Collectives per call site",
     ):
         assert title in done.stdout
     assert "MPI_Sendrecv" in done.stdout and "512B - <1KiB" in done.stdout
+    assert "pattern.c:50" in done.stdout  # the 4 Allreduce calls' line, named by addr2line
 
 
 def test_plot_writes_a_png(isthmus: Run, profile_file: Path, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import APPS, LANGUAGES, MPIS, TWO_CLUSTERS, Run
 from expected_pattern import calls, matrices
+from isthmus.profile import where_in_source
 
 LIFECYCLE = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 CASES = [(mpi, lang) for mpi in MPIS for lang in LANGUAGES] + [("openmpi", "python")]
@@ -100,6 +101,31 @@ def test_pattern_profile_is_exact(
     assert profile["run"]["platform"]["name"] == "two-clusters"
     lifecycle = {row[1] for row in profile["calls"]["rows"] if row[1] in LIFECYCLE}
     assert lifecycle == {"MPI_Init_thread" if lang == "python" else "MPI_Init", "MPI_Finalize"}
+    _check_sites(profile, got_calls, lang)
+
+
+def _check_sites(profile: dict[str, Any], got_calls: Counter[Any], lang: str) -> None:
+    """Every blocking collective call is filed under its call site; in C the sites are the
+    program's lines (pattern.c: 4 Allreduce calls at line 50, 1 at line 67)."""
+    coll = {fn for fn, group in profile["functions"].items() if group == "coll"}
+    per_fn: Counter[Any] = Counter()
+    for (rank, fn, _low), c in got_calls.items():
+        if fn in coll:
+            per_fn[(rank, fn)] += c
+    at_sites: Counter[Any] = Counter()
+    for rank, fn, _obj, _address, c, _wan, _s in profile["sites"]["rows"]:
+        at_sites[(rank, fn)] += c
+    assert at_sites == per_fn and profile["sites"]["dropped_calls"] == 0
+    if lang == "c":
+        allreduce = [tuple(r[1:4]) for r in profile["sites"]["rows"]
+                     if r[0] == 0 and r[1] == "MPI_Allreduce"]  # fmt: skip
+        calls_at = {r[4] for r in profile["sites"]["rows"] if r[0] == 0 and r[1] == "MPI_Allreduce"}
+        assert len(allreduce) == 2 and calls_at == {4, 1}
+        where = where_in_source(allreduce)
+        assert sorted(w.split(" at ")[-1] for w in where.values()) == [
+            "pattern.c:50",
+            "pattern.c:67",
+        ]
 
 
 def test_profiling_off_writes_nothing(
