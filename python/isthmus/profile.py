@@ -80,10 +80,11 @@ def where_in_source(sites: list[tuple[str, str, int]]) -> dict[tuple[str, str, i
         if done.returncode != 0 or len(lines) != len(mine):
             continue
         for s, line in zip(mine, lines, strict=True):
-            func, _, place = line.partition(" at ")
-            if "??" not in place:
+            # "main at /path/pattern.c:50 (discriminator 1)", "main at ??:?", "?? ??:0"
+            func, at, place = line.partition(" at ")
+            if at and not place.startswith("??"):
                 out[s] = f"{func} at {os.path.basename(place.split(' ')[0])}"
-            elif func != "??":
+            elif at and func != "??":
                 out[s] = f"{func} ({out[s]})"
     return out
 

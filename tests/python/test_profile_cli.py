@@ -71,3 +71,14 @@ def test_report_is_one_html_page(isthmus: Run, profile_file: Path, tmp_path: Pat
     assert page.startswith("<!DOCTYPE html>") and "data:image/png;base64," in page
     assert "MPI functions" in page and "Busiest rank pairs" in page
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+
+
+def test_call_sites_without_debugging_information_keep_object_and_address() -> None:
+    """addr2line finds no line in a stripped program (or no program at all): the site is
+    named by its object and address."""
+    from isthmus.profile import where_in_source
+
+    sites = [("MPI_Bcast", "/usr/bin/true", 0x1234), ("MPI_Barrier", "/nonexistent/app", 0x99)]
+    where = where_in_source(sites)
+    assert where[sites[0]] == "true +0x1234"  # Debian's coreutils are stripped
+    assert where[sites[1]] == "app +0x99"
