@@ -30,6 +30,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -75,6 +76,7 @@ static uint64_t late_count, late_sum_ns, late_max_ns;
  * RTT target: the loop sleeps until spin_ns before the next packet is due and polls from
  * there (config "spin_ns N"; 0 to always sleep). */
 static uint64_t spin_ns = 200000;
+#define ROUTER_NICE (-10)
 
 static uint64_t now_ns(void)
 {
@@ -300,9 +302,10 @@ static void reply_stats(FILE *out)
 {
     uint64_t now = now_ns();
     fprintf(out,
-            "{\"uptime_s\": %.3f, \"pending_packets\": %zu, \"non_ipv4_packets\": %llu, "
+            "{\"uptime_s\": %.3f, \"nice\": %d, \"pending_packets\": %zu, \"non_ipv4_packets\": %llu, "
             "\"timed_packets\": %llu, \"late_mean_ns\": %.0f, \"late_max_ns\": %llu, \"links\": [",
-            (double)(now - start_ns) * 1e-9, heap.n, (unsigned long long)non_ipv4,
+            (double)(now - start_ns) * 1e-9, getpriority(PRIO_PROCESS, 0), heap.n,
+            (unsigned long long)non_ipv4,
             (unsigned long long)late_count, late_count ? (double)late_sum_ns / (double)late_count : 0.0,
             (unsigned long long)late_max_ns);
     for (int i = 0; i < nlinks; i++) {
@@ -420,6 +423,11 @@ int main(int argc, char **argv)
     parse_config(argv[1]);
     /* Timers fire when due, not up to 50 us later as the default slack allows. */
     prctl(PR_SET_TIMERSLACK, 1UL);
+    /* The router is the wire: ranks and other load on the cores should not delay it (a
+     * packet held past TCP's 200 ms retransmission timeout costs the flow a timeout and
+     * its backoff; docs/net.md). Where not allowed (no CAP_SYS_NICE) it keeps its priority. */
+    if (setpriority(PRIO_PROCESS, 0, ROUTER_NICE) != 0 && errno != EACCES && errno != EPERM)
+        fprintf(stderr, "isthmus-router: cannot raise its priority: %s\n", strerror(errno));
     int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     for (int i = 0; i < nhosts; i++) open_tun(&hosts[i], home);
     close(home);
