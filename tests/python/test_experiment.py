@@ -112,7 +112,8 @@ def test_a_bad_experiment_file_is_one_line_and_exit_2(
 def test_an_unknown_experiment_names_the_known_ones(isthmus: Run) -> None:
     done = isthmus("experiment", "run", "collectives/nope")
     assert done.returncode == 2
-    assert "no experiment 'collectives/nope': expected one of collectives/" in done.stderr
+    assert "no experiment 'collectives/nope': expected one of " in done.stderr
+    assert "collectives/bandwidth" in done.stderr
 
 
 def test_a_dirty_checkout_is_refused_unless_allowed(isthmus: Run, tmp_path: Path) -> None:
