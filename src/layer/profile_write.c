@@ -260,6 +260,37 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
     fputs("  }\n}\n", f);
 }
 
+/* Every rank's n rows of `size` bytes, gathered on rank 0: the rows rank after rank, and in
+ * *counts how many each rank sent (both NULL on other ranks). Collective over comm. */
+static void *gather_rows(const void *mine, int n, size_t size, int **counts, MPI_Comm comm)
+{
+    int me, ranks;
+    PMPI_Comm_rank(comm, &me);
+    PMPI_Comm_size(comm, &ranks);
+    int *each = NULL, *bytes = NULL, *displs = NULL;
+    char *all = NULL;
+    if (me == 0) {
+        each = calloc((size_t)ranks, sizeof *each);
+        bytes = calloc((size_t)ranks, sizeof *bytes);
+        displs = calloc((size_t)ranks, sizeof *displs);
+    }
+    PMPI_Gather(&n, 1, MPI_INT, each, 1, MPI_INT, 0, comm);
+    if (me == 0) {
+        int total = 0;
+        for (int r = 0; r < ranks; r++) {
+            displs[r] = total * (int)size;
+            bytes[r] = each[r] * (int)size;
+            total += each[r];
+        }
+        all = calloc((size_t)total + 1, size);
+    }
+    PMPI_Gatherv(mine, n * (int)size, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0, comm);
+    free(bytes);
+    free(displs);
+    *counts = each;
+    return all;
+}
+
 int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, double app_seconds)
 {
     int n = ist_world_size(), me = ist_world_rank();
@@ -281,31 +312,15 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
                 summary.mpi_seconds += seconds;
         }
 
-    int *counts = NULL, *displs = NULL;
-    struct call_row *rows = NULL;
+    int *counts = NULL;
     struct rank_summary *ranks = NULL;
     uint64_t *matrix = NULL, *wan = NULL;
     if (me == 0) {
         wan = calloc((size_t)n * IST_FN_COUNT * IST_NWAN, sizeof *wan);
-        counts = calloc((size_t)n, sizeof *counts);
-        displs = calloc((size_t)n, sizeof *displs);
         ranks = calloc((size_t)n, sizeof *ranks);
         matrix = calloc((size_t)n * IST_NVEC * (size_t)n, sizeof *matrix);
     }
-    PMPI_Gather(&nrows, 1, MPI_INT, counts, 1, MPI_INT, 0, comm);
-    int *byte_counts = NULL;
-    if (me == 0) {
-        byte_counts = calloc((size_t)n, sizeof *byte_counts);
-        int total = 0;
-        for (int r = 0; r < n; r++) {
-            displs[r] = total * (int)sizeof(struct call_row);
-            byte_counts[r] = counts[r] * (int)sizeof(struct call_row);
-            total += counts[r];
-        }
-        rows = calloc((size_t)total + 1, sizeof *rows);
-    }
-    PMPI_Gatherv(mine, nrows * (int)sizeof(struct call_row), MPI_BYTE, rows, byte_counts, displs,
-                 MPI_BYTE, 0, comm);
+    struct call_row *rows = gather_rows(mine, nrows, sizeof(struct call_row), &counts, comm);
     PMPI_Gather(&summary, (int)sizeof summary, MPI_BYTE, ranks, (int)sizeof summary, MPI_BYTE, 0,
                 comm);
     PMPI_Gather(ist_matrix_vec, IST_NVEC * n, MPI_UINT64_T, matrix, IST_NVEC * n, MPI_UINT64_T, 0,
@@ -313,27 +328,11 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     PMPI_Gather(ist_wan_stats, IST_FN_COUNT * IST_NWAN, MPI_UINT64_T, wan, IST_FN_COUNT * IST_NWAN,
                 MPI_UINT64_T, 0, comm);
 
-    int nsites = 0, *site_counts = NULL, *site_bytes = NULL, *site_displs = NULL;
-    struct site_row *my = my_sites(&nsites, ticks_per_second), *sites = NULL;
+    int nsites = 0, *site_counts = NULL;
+    struct site_row *my = my_sites(&nsites, ticks_per_second);
+    struct site_row *sites = gather_rows(my, nsites, sizeof(struct site_row), &site_counts, comm);
     uint64_t dropped = 0;
     PMPI_Reduce(&ist_sites_dropped, &dropped, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
-    if (me == 0) {
-        site_counts = calloc((size_t)n, sizeof *site_counts);
-        site_bytes = calloc((size_t)n, sizeof *site_bytes);
-        site_displs = calloc((size_t)n, sizeof *site_displs);
-    }
-    PMPI_Gather(&nsites, 1, MPI_INT, site_counts, 1, MPI_INT, 0, comm);
-    if (me == 0) {
-        int total = 0;
-        for (int r = 0; r < n; r++) {
-            site_displs[r] = total * (int)sizeof(struct site_row);
-            site_bytes[r] = site_counts[r] * (int)sizeof(struct site_row);
-            total += site_counts[r];
-        }
-        sites = calloc((size_t)total + 1, sizeof *sites);
-    }
-    PMPI_Gatherv(my, nsites * (int)sizeof(struct site_row), MPI_BYTE, sites, site_bytes,
-                 site_displs, MPI_BYTE, 0, comm);
 
     int rc = 0;
     if (me == 0) {
@@ -356,8 +355,6 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     }
     free(mine);
     free(counts);
-    free(displs);
-    free(byte_counts);
     free(rows);
     free(ranks);
     free(matrix);
@@ -365,7 +362,5 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     free(my);
     free(sites);
     free(site_counts);
-    free(site_bytes);
-    free(site_displs);
     return rc;
 }
