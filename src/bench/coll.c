@@ -89,27 +89,17 @@ static void op(void *ctx)
     call(cc->c, cc->s, cc->r, cc->n, cc->comm);
 }
 
-/* Whether name is an item of the comma-separated list ("gather" is not in "allgatherv"). */
-static int listed(const char *list, const char *name)
+/* wanted[c] = whether --collectives names collective c exactly ("gather" is not in
+ * "allgatherv"; "all": every one). An item that names none: rank 0 says which (exit 2). */
+static void parse_list(const char *list, int rank, int wanted[NCOLL])
 {
-    size_t len = strlen(name);
-    for (const char *p = list;; p++) { /* p: the start of an item */
-        size_t item = strcspn(p, ",");
-        if (item == len && strncmp(p, name, len) == 0) return 1;
-        p += item;
-        if (!*p) return 0;
-    }
-}
-
-/* Every item of --collectives names a collective, or rank 0 says which does not (exit 2). */
-static void check_list(const char *list, int rank)
-{
-    if (strcmp(list, "all") == 0) return;
-    for (const char *p = list;; p++) {
+    int all = strcmp(list, "all") == 0;
+    for (int c = 0; c < NCOLL; c++) wanted[c] = all;
+    for (const char *p = list; !all; p++) { /* p: the start of an item */
         size_t item = strcspn(p, ",");
         int known = 0;
         for (int c = 0; c < NCOLL; c++)
-            known |= strlen(coll_name[c]) == item && strncmp(p, coll_name[c], item) == 0;
+            if (strlen(coll_name[c]) == item && strncmp(p, coll_name[c], item) == 0) known = wanted[c] = 1;
         if (!known) {
             if (rank == 0)
                 fprintf(stderr, "coll: --collectives: unknown collective '%.*s'; expected all or "
@@ -155,7 +145,8 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_list(o.collectives, rank);
+    int wanted[NCOLL];
+    parse_list(o.collectives, rank, wanted);
     bench_header("coll", argc, argv, &o);
     prctl(PR_SET_TIMERSLACK, 1000UL); /* sleeps end within 1 us of the time asked */
     bench_sync_clocks();
@@ -168,7 +159,7 @@ int main(int argc, char **argv)
     byte_displs = calloc((size_t)size, sizeof *byte_displs);
     types = calloc((size_t)size, sizeof *types);
     for (int c = 0; c < NCOLL; c++) {
-        if (strcmp(o.collectives, "all") != 0 && !listed(o.collectives, coll_name[c])) continue;
+        if (!wanted[c]) continue;
         /* Both entries side by side, size by size, when both are asked for. */
         for (long b = c == BARRIER ? 0 : o.min_size ? o.min_size : 1; b >= 0 && b <= o.max_size;
              b = c == BARRIER ? -1 : bench_next_size(&o, b))

@@ -82,17 +82,32 @@ int ist_h_irecv(const struct ist_hier *h, void *buf, long bytes, int source, int
     return ist_h_irecv_typed(h, buf, (int)bytes, MPI_PACKED, source, tag, req);
 }
 
-/* A packed message of unknown size from source: *buf (malloc'd) and *bytes. */
+/* A packed message whose size only the sender knows: its length (one MPI_LONG), then the
+ * bytes as segments, all eager: the receiver learns the size from the first message
+ * while the segments are already on their way (no rendezvous, no extra round trip). */
+int ist_h_isend_any_size(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
+                         struct ist_reqs *q)
+{
+    long *len = malloc(sizeof *len); /* freed by the caller's ist_reqs_wait: see q->owned */
+    *len = bytes;
+    ist_reqs_own(q, len);
+    ist_hier_note_wan(h, dest, (long)sizeof *len, 1);
+    int rc = MPI_Isend(len, 1, MPI_LONG, dest, tag, h->comm, ist_reqs_next(q));
+    if (rc == MPI_SUCCESS && bytes > 0) rc = ist_h_isend_segments(h, buf, bytes, dest, tag, q);
+    return rc;
+}
+
 int ist_h_recv_any_size(const struct ist_hier *h, int source, int tag, char **buf, long *bytes)
 {
-    MPI_Status st;
-    int n = 0;
-    int rc = MPI_Probe(source, tag, h->comm, &st); /* the wrapper: sleeps when it should */
-    if (rc == MPI_SUCCESS) rc = PMPI_Get_count(&st, MPI_PACKED, &n);
-    *buf = malloc(n > 0 ? (size_t)n : 1);
-    *bytes = n;
-    if (rc == MPI_SUCCESS) rc = MPI_Recv(*buf, n, MPI_PACKED, source, tag, h->comm, MPI_STATUS_IGNORE);
-    return rc;
+    long n = 0;
+    int rc = MPI_Recv(&n, 1, MPI_LONG, source, tag, h->comm, MPI_STATUS_IGNORE);
+    *buf = malloc(rc == MPI_SUCCESS && n > 0 ? (size_t)n : 1);
+    *bytes = rc == MPI_SUCCESS ? n : 0;
+    if (rc != MPI_SUCCESS || n == 0) return rc;
+    struct ist_reqs q = {0};
+    rc = ist_h_irecv_segments(h, *buf, n, source, tag, &q);
+    int waited = ist_reqs_wait(&q);
+    return rc == MPI_SUCCESS ? waited : rc;
 }
 
 /* Through the wrapper, so that an oversubscribed run waits sleeping (sleep_wait.c). */
@@ -177,9 +192,20 @@ int ist_h_irecv_typed_segments(const struct ist_hier *h, void *buf, int count, M
     return typed_segments_do(h, buf, count, type, source, tag, q, 0);
 }
 
+void ist_reqs_own(struct ist_reqs *q, void *mem)
+{
+    if (q->nowned == q->owned_cap) {
+        q->owned_cap = q->owned_cap ? 2 * q->owned_cap : 4;
+        q->owned = realloc(q->owned, (size_t)q->owned_cap * sizeof *q->owned);
+    }
+    q->owned[q->nowned++] = mem;
+}
+
 int ist_reqs_wait(struct ist_reqs *q)
 {
     int rc = ist_h_waitall(q->n, q->r);
+    for (int i = 0; i < q->nowned; i++) free(q->owned[i]);
+    free(q->owned);
     free(q->r);
     *q = (struct ist_reqs){0};
     return rc;

@@ -44,20 +44,21 @@ static int reduce_scatter(struct ist_hier *h, const void *sendbuf, void *recvbuf
     if (coord) rc = ist_tmp_alloc(&full, (int)n, type);
     if (rc == MPI_SUCCESS) rc = MPI_Reduce(in, full.base, (int)n, type, op, 0, h->local);
     if (coord && rc == MPI_SUCCESS) {
-        MPI_Request *req = malloc(2 * (size_t)h->nclusters * sizeof *req);
         char **out = calloc((size_t)h->nclusters, sizeof *out), **got = calloc((size_t)h->nclusters, sizeof *got);
         long mybytes = 0;
         char *own = cluster_part(h, c, full.base, first_elem, counts, type, &mybytes);
-        int nreq = 0;
+        struct ist_reqs q = {0};
         for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
             if (k == c) continue;
             long b;
             out[k] = cluster_part(h, k, full.base, first_elem, counts, type, &b);
             got[k] = malloc((size_t)mybytes + 1);
-            rc = ist_h_irecv(h, got[k], mybytes, h->first[k], TAG_REDUCE_SCATTER, &req[nreq++]);
-            if (rc == MPI_SUCCESS) rc = ist_h_isend(h, out[k], b, h->first[k], TAG_REDUCE_SCATTER, &req[nreq++]);
+            /* in eager segments: a whole message of tens of KiB waits for the MPI's rendezvous */
+            rc = ist_h_irecv_segments(h, got[k], mybytes, h->first[k], TAG_REDUCE_SCATTER, &q);
+            if (rc == MPI_SUCCESS) rc = ist_h_isend_segments(h, out[k], b, h->first[k], TAG_REDUCE_SCATTER, &q);
         }
-        if (rc == MPI_SUCCESS) rc = ist_h_waitall(nreq, req);
+        int waited = ist_reqs_wait(&q);
+        if (rc == MPI_SUCCESS) rc = waited;
         void **p = malloc((size_t)h->nclusters * sizeof *p);
         for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
             rc = ist_tmp_alloc(&parts[k], mine, type);
@@ -79,7 +80,6 @@ static int reduce_scatter(struct ist_hier *h, const void *sendbuf, void *recvbuf
         free(out);
         free(got);
         free(p);
-        free(req);
     }
     int *lc = malloc((size_t)h->count[c] * sizeof(int)), *ld = malloc((size_t)h->count[c] * sizeof(int));
     for (int j = 0, d = 0; j < h->count[c]; d += lc[j], j++) {

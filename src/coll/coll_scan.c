@@ -1,7 +1,7 @@
 /* Scan and Exscan, when every cluster's ranks are consecutive (otherwise the native scan
  * runs: a prefix over interleaved clusters does not split by cluster). Each cluster scans
  * with the MPI's own; the last rank of each cluster sends the cluster's total straight to
- * the coordinators of all later clusters (one wide-area latency), which combine the totals
+ * the coordinators of all later clusters (one wide-area latency, in eager segments), which combine the totals
  * before them in order and broadcast that prefix in the cluster; every rank then puts the
  * prefix in front of its own result. */
 #include <stdlib.h>
@@ -29,12 +29,11 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
         if (rc == MPI_SUCCESS)
             rc = ist_copy_typed(exclusive ? own.base : recvbuf, total.base, count, type);
         if (rc == MPI_SUCCESS && exclusive && nl > 1) rc = PMPI_Reduce_local(recvbuf, total.base, count, type, op);
-        MPI_Request *req = malloc((size_t)h->nclusters * sizeof *req);
-        int n = 0;
+        struct ist_reqs q = {0};
         for (int k = c + 1; k < h->nclusters && rc == MPI_SUCCESS; k++)
-            rc = ist_h_isend_typed(h, total.base, count, type, h->first[k], TAG_SCAN, &req[n++]);
-        if (rc == MPI_SUCCESS) rc = ist_h_waitall(n, req);
-        free(req);
+            rc = ist_h_isend_typed_segments(h, total.base, count, type, h->first[k], TAG_SCAN, &q);
+        int waited = ist_reqs_wait(&q);
+        if (rc == MPI_SUCCESS) rc = waited;
     }
     if (c == 0) {
         ist_tmp_free(&own);
@@ -47,21 +46,21 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
     if (coord && rc == MPI_SUCCESS) {
         struct ist_tmp *parts = calloc((size_t)c, sizeof *parts);
         void **p = malloc((size_t)c * sizeof *p);
-        MPI_Request *req = malloc((size_t)c * sizeof *req);
+        struct ist_reqs q = {0};
         for (int k = 0; k < c && rc == MPI_SUCCESS; k++) {
             rc = ist_tmp_alloc(&parts[k], count, type);
             p[k] = parts[k].base;
             if (rc == MPI_SUCCESS) {
                 int from = h->members[h->member_start[k] + h->count[k] - 1];
-                rc = ist_h_irecv_typed(h, p[k], count, type, from, TAG_SCAN, &req[k]);
+                rc = ist_h_irecv_typed_segments(h, p[k], count, type, from, TAG_SCAN, &q);
             }
         }
-        if (rc == MPI_SUCCESS) rc = ist_h_waitall(c, req);
+        int waited = ist_reqs_wait(&q);
+        if (rc == MPI_SUCCESS) rc = waited;
         if (rc == MPI_SUCCESS) rc = ist_copy_typed(ist_fold(p, c, count, type, op), prefix.base, count, type);
         for (int k = 0; k < c; k++) ist_tmp_free(&parts[k]);
         free(parts);
         free(p);
-        free(req);
     }
     if (rc == MPI_SUCCESS) rc = MPI_Bcast(prefix.base, count, type, 0, h->local);
     /* result = prefix op mine; the first rank of a cluster has no exclusive result of its own */

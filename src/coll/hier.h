@@ -154,6 +154,8 @@ long ist_wan_segment(void);
 struct ist_reqs {
     MPI_Request *r;
     int n, cap;
+    void **owned; /* memory the requests send from, freed after the wait */
+    int nowned, owned_cap;
 };
 int ist_h_isend_segments(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
                          struct ist_reqs *q);
@@ -168,8 +170,14 @@ int ist_h_irecv_typed_segments(const struct ist_hier *h, void *buf, int count, M
                                int source, int tag, struct ist_reqs *q);
 /* The next free request of q. */
 MPI_Request *ist_reqs_next(struct ist_reqs *q);
-/* Wait for every request in q and free the list. */
+/* Free mem (malloc'd) when q has been waited for. */
+void ist_reqs_own(struct ist_reqs *q, void *mem);
+/* Wait for every request in q and free the list (and the memory it owns). */
 int ist_reqs_wait(struct ist_reqs *q);
+/* A message whose size the receiver does not know (gather's and scatter's per-cluster
+ * messages): its length first, then segments, all eager. The receive allocates *buf. */
+int ist_h_isend_any_size(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
+                         struct ist_reqs *q);
 int ist_h_recv_any_size(const struct ist_hier *h, int source, int tag, char **buf, long *bytes);
 
 /* Where count elements of a type start in a buffer, and how they pack. */

@@ -70,10 +70,11 @@ def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:
         out, err = child.communicate()
     except BaseException:  # interrupted: let the child take its network down, then go
         child.terminate()
-        try:
-            child.wait(timeout=60)
+        try:  # reading on: a child blocked on a full pipe would never end
+            child.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             child.kill()
+            child.communicate()
         raise
     done = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     if done.returncode != 0:

@@ -23,6 +23,7 @@ time and each figure the median over the repetitions, range, spread and every va
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,19 @@ DIRECTIONS = ("time", "rate")
 KEPT = ("app", "mpi", "coll", "status", "exit_code", "wall_s", "app_s", "mpi_s")
 
 
+@functools.cache
+def _sweep_file(path: Path) -> sweep_mod.Sweep:
+    """The sweep file, read once per process (check, steps and every step use it)."""
+    return sweep_mod.load_file(path)
+
+
 def load_sweep(exp: Experiment) -> sweep_mod.Sweep:
     """The experiment's sweep: its file less repeat and baseline, its MPIs the experiment's,
     its apps and varied keys those of params.apps and params.vary when given."""
     p = exp.params
     if not isinstance(p.get("sweep"), str) or not (paths.ROOT / p["sweep"]).is_file():
         raise UserError(f"{exp.path}: params.sweep: expected the path of a sweep file")
-    s = sweep_mod.load_file(paths.ROOT / p["sweep"])
+    s = _sweep_file(paths.ROOT / p["sweep"])
     wanted = p.get("apps", [a.name for a in s.apps])
     apps = tuple(dataclasses.replace(a, repeat=None) for a in s.apps if a.name in wanted)
     if not apps or len(apps) != len(wanted):
@@ -65,7 +72,7 @@ def check(exp: Experiment) -> None:
         raise UserError(f"{exp.path}: the sweep's MPIs and the experiment's mpis share none")
     figures = exp.params.get("figures", {})
     # the sweep file's figures, also of apps params.apps leaves out
-    named = {n for a in sweep_mod.load_file(paths.ROOT / exp.params["sweep"]).apps
+    named = {n for a in _sweep_file(paths.ROOT / exp.params["sweep"]).apps
              for n, _ in a.figures}  # fmt: skip
     if not isinstance(figures, dict) or any(
         name not in named or way not in DIRECTIONS for name, way in figures.items()
