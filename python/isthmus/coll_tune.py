@@ -4,7 +4,7 @@ own at every size, and write a tuning file that tells the layer which to run whe
 
 The coll benchmark times both in one run (`--entries mpi,native`: the layer's algorithm,
 forced with collectives.select = "always", on MPI_COMM_WORLD, the MPI's own on a
-duplicate named isthmus:native, alternately size by size). Ours is chosen at a size only
+duplicate named isthmus:native, call by call: A B, B A, ...). Ours is chosen at a size only
 when its median is more than MARGIN below the MPI's own: the layer must never be slower
 than the library it sits on, and a tie goes to the library."""
 

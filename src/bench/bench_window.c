@@ -85,80 +85,109 @@ static double start_lead(void)
     return 0.01 + 2 * worst;
 }
 
-struct window_result bench_window_time(void (*op)(void *), void *ctx, int iters, int warmup)
+/* Rank 0: one operation's statistics from every rank's finish times (all[q][i], -1 for a
+ * late start) of its iterations. */
+static void summarize(const double *all, int iters, int size, struct window_result *res)
+{
+    double *lat = malloc((size_t)iters * sizeof(double)), *per = malloc((size_t)iters * sizeof(double));
+    int m = 0;
+    for (int i = 0; i < iters; i++) {
+        double worst = 0;
+        int ok = 1;
+        for (int q = 0; q < size; q++) {
+            double f = all[(size_t)q * (size_t)iters + (size_t)i];
+            if (f < 0) ok = 0;
+            if (f > worst) worst = f;
+        }
+        if (ok) lat[m++] = worst;
+    }
+    for (int q = 0; q < size; q++) {
+        int k = 0;
+        for (int i = 0; i < iters; i++)
+            if (all[(size_t)q * (size_t)iters + (size_t)i] >= 0) per[k++] = all[(size_t)q * (size_t)iters + (size_t)i];
+        qsort(per, (size_t)k, sizeof *per, cmp_double);
+        res->mean_of_medians += k ? per[k / 2] / size : 0;
+    }
+    qsort(lat, (size_t)m, sizeof *lat, cmp_double);
+    res->counted = m;
+    res->min = m ? lat[0] : -1;
+    res->median = m ? lat[m / 2] : -1;
+    res->max = m ? lat[m - 1] : -1;
+    free(lat);
+    free(per);
+}
+
+/* Iterations whose start some rank missed (rank 0 counts, every rank learns). */
+static int count_late(const double *all, int iters, int size, int rank)
+{
+    int late = 0;
+    if (rank == 0)
+        for (int i = 0; i < iters; i++)
+            for (int q = 0; q < size; q++)
+                if (all[(size_t)q * (size_t)iters + (size_t)i] < 0) {
+                    late++;
+                    break;
+                }
+    MPI_Bcast(&late, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return late;
+}
+
+void bench_window_time_n(const struct window_op *ops, int nops, int iters, int warmup,
+                         struct window_result *out)
 {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    struct window_result res = {.iterations = iters};
-    /* trial: the slowest of a few calls sets the window */
+    /* trial: the slowest of a few calls of every operation sets the one window */
     double trial = 0;
-    for (int i = 0; i < warmup + 2; i++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        op(ctx);
-        double d = MPI_Wtime() - t0;
-        if (d > trial) trial = d;
-    }
+    for (int i = 0; i < warmup + 2; i++)
+        for (int k = 0; k < nops; k++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            ops[k].op(ops[k].ctx);
+            double d = MPI_Wtime() - t0;
+            if (d > trial) trial = d;
+        }
     MPI_Allreduce(MPI_IN_PLACE, &trial, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     double window = 2 * trial + 1e-3, lead = start_lead();
-    double *finish = malloc((size_t)iters * sizeof(double));
-    double *all = rank == 0 ? malloc((size_t)iters * (size_t)size * sizeof(double)) : NULL;
-    int late = 0;
+    /* finish[k][i]: operation k's iteration i; all[k]: every rank's, at rank 0 */
+    double *finish = malloc((size_t)nops * (size_t)iters * sizeof(double));
+    double *all = rank == 0 ? malloc((size_t)nops * (size_t)iters * (size_t)size * sizeof(double)) : NULL;
     for (int attempt = 0; attempt < 4; attempt++) {
         double t0 = global_now() + lead;
         MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        for (int i = 0; i < iters; i++) {
-            double start = t0 + i * window;
+        for (int j = 0; j < nops * iters; j++) {
+            /* round i runs every operation once, in ABBA order: neither always goes first */
+            int i = j / nops, pos = j % nops, k = i % 2 == 0 ? pos : nops - 1 - pos;
+            double start = t0 + j * window;
             int late_start = global_now() > start; /* this iteration will not count */
             wait_until(start);
-            op(ctx);
-            finish[i] = late_start ? -1 : global_now() - start;
+            ops[k].op(ops[k].ctx);
+            finish[(size_t)k * (size_t)iters + (size_t)i] = late_start ? -1 : global_now() - start;
         }
-        MPI_Gather(finish, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        if (rank == 0) {
-            late = 0;
-            for (int i = 0; i < iters; i++)
-                for (int q = 0; q < size; q++)
-                    if (all[(size_t)q * (size_t)iters + (size_t)i] < 0) {
-                        late++;
-                        break;
-                    }
+        int worst = 0;
+        for (int k = 0; k < nops; k++) {
+            double *mine = all ? all + (size_t)k * (size_t)iters * (size_t)size : NULL;
+            MPI_Gather(finish + (size_t)k * (size_t)iters, iters, MPI_DOUBLE, mine, iters, MPI_DOUBLE, 0,
+                       MPI_COMM_WORLD);
+            int late = count_late(mine, iters, size, rank);
+            if (late > worst) worst = late;
         }
-        MPI_Bcast(&late, 1, MPI_INT, 0, MPI_COMM_WORLD);
-        if (late * 5 <= iters) break;
+        if (worst * 5 <= iters) break;
         window *= 2;
     }
-    res.window = window;
-    if (rank == 0) {
-        double *lat = malloc((size_t)iters * sizeof(double)), *per = malloc((size_t)iters * sizeof(double));
-        int m = 0;
-        for (int i = 0; i < iters; i++) {
-            double worst = 0;
-            int ok = 1;
-            for (int q = 0; q < size; q++) {
-                double f = all[(size_t)q * (size_t)iters + (size_t)i];
-                if (f < 0) ok = 0;
-                if (f > worst) worst = f;
-            }
-            if (ok) lat[m++] = worst;
-        }
-        for (int q = 0; q < size; q++) {
-            int k = 0;
-            for (int i = 0; i < iters; i++)
-                if (all[(size_t)q * (size_t)iters + (size_t)i] >= 0) per[k++] = all[(size_t)q * (size_t)iters + (size_t)i];
-            qsort(per, (size_t)k, sizeof *per, cmp_double);
-            res.mean_of_medians += k ? per[k / 2] / size : 0;
-        }
-        qsort(lat, (size_t)m, sizeof *lat, cmp_double);
-        res.counted = m;
-        res.min = m ? lat[0] : -1;
-        res.median = m ? lat[m / 2] : -1;
-        res.max = m ? lat[m - 1] : -1;
-        free(lat);
-        free(per);
+    for (int k = 0; k < nops; k++) {
+        out[k] = (struct window_result){.iterations = iters, .window = window};
+        if (rank == 0) summarize(all + (size_t)k * (size_t)iters * (size_t)size, iters, size, &out[k]);
     }
     free(finish);
     free(all);
+}
+
+struct window_result bench_window_time(void (*op)(void *), void *ctx, int iters, int warmup)
+{
+    struct window_op one = {op, ctx};
+    struct window_result res;
+    bench_window_time_n(&one, 1, iters, warmup, &res);
     return res;
 }

@@ -200,9 +200,8 @@ static const char *openmpi(enum ist_coll_id id, struct ist_sched *s, int at, str
     }
 }
 
-/* Open MPI's nonblocking collectives (coll/libnbc of 4.1.4, its default choices; checked
- * against das-4x2 measurements: its Iallreduce of 1 MiB ran as the ring, its Ibcast on 8
- * ranks as the binomial tree). */
+/* Open MPI's nonblocking collectives (coll/libnbc of 4.1.4, its default choices, from its
+ * sources; its Ibcast on 8 ranks measured as the binomial tree on das-4x2). */
 static const char *libnbc(enum ist_coll_id id, struct ist_sched *s, int at, struct ist_group g,
                           long b, int *rounds)
 {
@@ -216,11 +215,15 @@ static const char *libnbc(enum ist_coll_id id, struct ist_sched *s, int at, stru
         if (n > 4 || b < 65536) USE("binomial", ist_s_reduce_binomial(s, at, g, 0, b));
         USE("chain, 8 KiB", ist_s_reduce_pipeline(s, at, g, 0, b, 8192));
     case IST_COLL_ALLREDUCE:
+        /* nbc_iallreduce.c: binomial below 4 ranks or 64 KiB (also for non-commutative
+         * operations and in place, which the selector does not see: it assumes neither),
+         * else Rabenseifner's reduce-scatter + allgather (nearest partner first); the ring
+         * only when the count is below the ranks' power of two */
         if (n < 4 || b < 65536) {
             int r = ist_s_reduce_binomial(s, at, g, 0, b);
             USE("binomial", r + ist_s_bcast_binomial(s, at + r, g, 0, b));
         }
-        USE("ring", ist_s_allreduce_ring(s, at, g, b));
+        USE("rabenseifner", ist_s_rabenseifner(s, at, g, 0, b, 1));
     case IST_COLL_GATHER:
     case IST_COLL_GATHERV: USE("linear", ist_s_gather_linear(s, at, g, 0, b));
     case IST_COLL_SCATTER:

@@ -4,7 +4,7 @@ Each step is one `isthmus bench coll` run (one launch of the `coll` program) on 
 experiment's platform: one case (an MPI and its settings), one point of the varied
 settings, one group of collectives and sizes. With `entries = "mpi,native"` the program
 times the layer's collective (`MPI_X` on MPI_COMM_WORLD) and the MPI's own (the same call
-on a duplicate the layer leaves alone) alternately size by size in the same launch, so
+on a duplicate the layer leaves alone) call by call (A B, B A, ...) in the same launch, so
 each row's two entries share the machine's state. Repetitions are whole passes over the
 cases, points and groups, so they are spread over the run's length.
 
