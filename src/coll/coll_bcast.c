@@ -1,9 +1,10 @@
 /* Broadcast: the P-LogP paper's two-layer pipelined broadcast. Segments go from the root
  * down a d_w-ary tree of cluster coordinators and, inside every cluster, down a d_l-ary
- * tree; the optimizer of src/model (the paper's heuristic) picks the segment size and
- * both degrees for the message size, the number of clusters and the largest cluster,
- * from the model parameters (ISTHMUS_PLOGP). The choice is cached per communicator and
- * size. ISTHMUS_COLL_SEGMENT forces the segment size; the algorithm "sequential" sends
+ * tree; the optimizer of src/model (the paper's heuristic) picks the segment size (at most
+ * IST_EAGER_SEGMENT: a larger one waits for the MPI's rendezvous, which the paper's model
+ * does not count) and both degrees for the message size, the number of clusters and the
+ * largest cluster, from the model parameters (ISTHMUS_PLOGP). The choice is cached per
+ * communicator and size. ISTHMUS_COLL_SEGMENT forces the segment size; the algorithm "sequential" sends
  * the message whole (one segment), "flat" also makes both trees flat. */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,8 @@ static struct ist_bcast_shape shape_for(struct ist_hier *h, long bytes)
 {
     for (int i = 0; i < IST_SHAPE_CACHE; i++)
         if (h->shapes[i].shape.segments > 0 && h->shapes[i].bytes == bytes) return h->shapes[i].shape;
-    struct ist_bcast_shape s = ist_bcast_best_pipelined(ist_hier_model(), h->nclusters, h->max_count, bytes);
+    struct ist_bcast_shape s = ist_bcast_best_pipelined_under(ist_hier_model(), h->nclusters, h->max_count,
+                                                              bytes, IST_EAGER_SEGMENT);
     struct ist_shape_entry *e = &h->shapes[h->next_shape];
     h->next_shape = (h->next_shape + 1) % IST_SHAPE_CACHE;
     e->bytes = bytes;

@@ -149,7 +149,7 @@ int ist_h_waitall(int n, MPI_Request *reqs);
  * results/collectives/README.md). Receives are posted first and take segments in as they
  * come; both ends must know the message's size. Requests go into a growing list, waited
  * for (and freed) together. */
-#define IST_WAN_SEGMENT (16L << 10)
+#define IST_WAN_SEGMENT IST_EAGER_SEGMENT
 long ist_wan_segment(void);
 struct ist_reqs {
     MPI_Request *r;

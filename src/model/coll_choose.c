@@ -113,27 +113,27 @@ static const char *wan_aware(struct ist_sched *s, enum ist_coll_id id, long b,
     case IST_COLL_BARRIER:
         at += in_clusters(s, at, f, IST_COLL_BARRIER, c, 0);
         for (int i = 0; i < c->n; i++)
-            for (int j = 0; j < c->n; j++) ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), 0, 0);
+            for (int j = 0; j < c->n; j++) ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), 0, IST_MSG_EAGER);
         at++;
         in_clusters(s, at, f, IST_COLL_BARRIER, c, 0);
         return "hierarchical";
     case IST_COLL_REDUCE:
         at += in_clusters(s, at, f, IST_COLL_REDUCE, c, b);
-        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, coordinator(c, k), 0, b, 1);
+        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, coordinator(c, k), 0, b, IST_MSG_REDUCE | IST_MSG_EAGER);
         return "hierarchical";
     case IST_COLL_GATHER:
         at += in_clusters(s, at, f, IST_COLL_GATHER, c, b);
-        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, coordinator(c, k), 0, b * c->count[k], 0);
+        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, coordinator(c, k), 0, b * c->count[k], IST_MSG_EAGER);
         return "hierarchical";
     case IST_COLL_SCATTER:
-        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, 0, coordinator(c, k), b * c->count[k], 0);
+        for (int k = 1; k < c->n; k++) ist_sched_msg(s, at, 0, coordinator(c, k), b * c->count[k], IST_MSG_EAGER);
         in_clusters(s, at + 1, f, IST_COLL_SCATTER, c, b);
         return "hierarchical";
     case IST_COLL_ALLGATHER:
         at += in_clusters(s, at, f, IST_COLL_GATHER, c, b);
         for (int i = 0; i < c->n; i++)
             for (int j = 0; j < c->n; j++)
-                ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), b * c->count[i], 0);
+                ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), b * c->count[i], IST_MSG_EAGER);
         in_clusters(s, at + 1, f, IST_COLL_BCAST, c, b * size);
         return "hierarchical";
     case IST_COLL_ALLTOALL:
@@ -148,21 +148,23 @@ static const char *wan_aware(struct ist_sched *s, enum ist_coll_id id, long b,
             }
             for (int j = 0; j < c->n; j++)
                 ist_sched_msg(s, at + 1, coordinator(c, k), coordinator(c, j),
-                              b * c->count[k] * c->count[j], 0);
+                              b * c->count[k] * c->count[j], IST_MSG_EAGER);
         }
         return "aggregated";
     case IST_COLL_REDUCE_SCATTER_BLOCK:
         at += in_clusters(s, at, f, IST_COLL_REDUCE, c, b * size);
         for (int i = 0; i < c->n; i++)
             for (int j = 0; j < c->n; j++)
-                ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), b * c->count[j], 1);
+                ist_sched_msg(s, at, coordinator(c, i), coordinator(c, j), b * c->count[j],
+                              IST_MSG_REDUCE | IST_MSG_EAGER);
         in_clusters(s, at + 1, f, IST_COLL_SCATTER, c, b);
         return "hierarchical";
     case IST_COLL_SCAN:
         at += in_clusters(s, at, f, IST_COLL_SCAN, c, b);
         for (int i = 0; i < c->n; i++)
             for (int j = i + 1; j < c->n; j++)
-                ist_sched_msg(s, at, c->members[c->start[i] + c->count[i] - 1], coordinator(c, j), b, 1);
+                ist_sched_msg(s, at, c->members[c->start[i] + c->count[i] - 1], coordinator(c, j), b,
+                              IST_MSG_REDUCE | IST_MSG_EAGER);
         in_clusters(s, at + 1, f, IST_COLL_BCAST, c, b);
         return "hierarchical";
     default: return NULL;
@@ -179,18 +181,27 @@ static double allreduce_wan_aware(long b, struct ist_mpi f, const struct cluster
     for (int split = 0; split < 2; split++) {
         struct ist_sched s;
         ist_sched_init(&s);
+        s.rendezvous = ist_rendezvous_bytes(f);
         int at = in_clusters(&s, 0, f, IST_COLL_REDUCE, c, b);
         long part = split ? (b + c->n - 1) / c->n : b;
         for (int step = 0; step < 1 + split; step++, at++)
             for (int i = 0; i < c->n; i++)
                 for (int j = 0; j < c->n; j++)
-                    ist_sched_msg(&s, at, coordinator(c, i), coordinator(c, j), part, step == 0);
+                    ist_sched_msg(&s, at, coordinator(c, i), coordinator(c, j), part,
+                                  (step == 0 ? IST_MSG_REDUCE : 0) | IST_MSG_EAGER);
         in_clusters(&s, at, f, IST_COLL_BCAST, c, b);
         double t = ist_sched_time(&s, p, l);
         ist_sched_free(&s);
         if (t < best) best = t;
     }
     return best;
+}
+
+long ist_rendezvous_bytes(struct ist_mpi f)
+{
+    /* Open MPI: btl_tcp_eager_limit is 65536 bytes with ob1's header (ompi_info); MPICH
+     * over UCX's TCP: its threshold is UCX's own choice, not modelled */
+    return f.flavour == IST_MPI_OPENMPI ? 65536 - 64 : 0;
 }
 
 int ist_wan_pays(const struct ist_plogp *m)
@@ -219,6 +230,7 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
     for (int r = 0; r < l->size; r++) all[r] = r;
     struct ist_sched s;
     ist_sched_init(&s);
+    s.rendezvous = ist_rendezvous_bytes(f);
     int rounds = 0;
     char name[40];
     snprintf(name, sizeof name, "native (%s)",
@@ -231,11 +243,13 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
     if (l->nclusters > 1 && clusters_of(l, &c) == 0) {
         if (base == IST_COLL_BCAST) {
             add(out, "pipelined two-layer", 0,
-                ist_bcast_best_pipelined(p, c.n, c.largest, bytes > 0 ? bytes : 1).time);
+                ist_bcast_best_pipelined_under(p, c.n, c.largest, bytes > 0 ? bytes : 1,
+                                               IST_EAGER_SEGMENT).time);
         } else if (base == IST_COLL_ALLREDUCE) {
             add(out, "hierarchical", 0, allreduce_wan_aware(bytes, f, &c, p, l));
         } else {
             ist_sched_init(&s);
+            s.rendezvous = ist_rendezvous_bytes(f);
             const char *wan = wan_aware(&s, base, bytes, f, &c, l->size);
             if (wan) add(out, wan, 0, ist_sched_time(&s, p, l));
             ist_sched_free(&s);

@@ -43,6 +43,13 @@ struct ist_mpi {
     int nonblocking;
 };
 
+/* The largest piece the layer sends across clusters: under both MPIs' eager limits (a
+ * larger message waits for the receiver's reply, one wide-area round trip). */
+#define IST_EAGER_SEGMENT (16L << 10)
+
+/* The smallest message the MPI sends with its rendezvous (schedule.h), 0: not modelled. */
+long ist_rendezvous_bytes(struct ist_mpi f);
+
 /* The MPI's own algorithm for a collective on group g (root 0), as the library's
  * selection rules pick it at this size, appended to s from round `at`: returns its name;
  * *rounds gets the rounds used (native_rules.c). */

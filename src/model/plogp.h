@@ -46,5 +46,11 @@ struct ist_bcast_shape {
 struct ist_bcast_shape ist_bcast_best_single(const struct ist_plogp *p, int procs, long big_m);
 struct ist_bcast_shape ist_bcast_best_pipelined(const struct ist_plogp *p, int pw, int pl,
                                                 long big_m);
+/* The same with segments of at most max_segment bytes (when big_m is larger): the layer's
+ * broadcast, whose segments must stay under the MPI's eager limit (a whole 64 KiB message
+ * waits for Open MPI's rendezvous, one wide-area round trip that the paper's model does
+ * not count). Not in the Python mirror: the paper's model has no such limit. */
+struct ist_bcast_shape ist_bcast_best_pipelined_under(const struct ist_plogp *p, int pw, int pl,
+                                                      long big_m, long max_segment);
 
 #endif

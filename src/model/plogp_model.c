@@ -116,10 +116,13 @@ struct cost {
     const struct layer *a, *b;
     int p, q;
     long big_m;
+    long cap; /* the largest segment allowed (0: any) */
 };
 
 static struct ist_bcast_shape cost_of(const struct cost *c, long m)
 {
+    if (c->cap > 0 && m > c->cap) /* not a candidate: never the best */
+        return (struct ist_bcast_shape){.time = HUGE_VAL, .segment = m, .segments = 1};
     return c->b ? pipelined_for(c->a, c->b, c->p, c->q, m, c->big_m) : single_for(c->a, c->p, m, c->big_m);
 }
 
@@ -160,13 +163,19 @@ static struct ist_bcast_shape optimize(const struct cost *c)
 struct ist_bcast_shape ist_bcast_best_single(const struct ist_plogp *p, int procs, long big_m)
 {
     struct layer lan = {&p->lan, &p->lan, 0};
-    struct cost c = {&lan, NULL, procs, 0, big_m};
+    struct cost c = {&lan, NULL, procs, 0, big_m, 0};
     return optimize(&c);
 }
 
 struct ist_bcast_shape ist_bcast_best_pipelined(const struct ist_plogp *p, int pw, int pl, long big_m)
 {
+    return ist_bcast_best_pipelined_under(p, pw, pl, big_m, 0);
+}
+
+struct ist_bcast_shape ist_bcast_best_pipelined_under(const struct ist_plogp *p, int pw, int pl,
+                                                      long big_m, long max_segment)
+{
     struct layer wan = {&p->wan, &p->lan, 1}, lan = {&p->lan, &p->lan, 0};
-    struct cost c = {&wan, &lan, pw, pl, big_m};
+    struct cost c = {&wan, &lan, pw, pl, big_m, big_m > max_segment ? max_segment : 0};
     return optimize(&c);
 }

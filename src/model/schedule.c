@@ -13,7 +13,7 @@ void ist_sched_free(struct ist_sched *s)
     ist_sched_init(s);
 }
 
-void ist_sched_msg(struct ist_sched *s, int round, int src, int dst, long bytes, int reduce)
+void ist_sched_msg(struct ist_sched *s, int round, int src, int dst, long bytes, int flags)
 {
     if (src == dst) return;
     if (s->n == s->cap) {
@@ -23,7 +23,7 @@ void ist_sched_msg(struct ist_sched *s, int round, int src, int dst, long bytes,
         s->m = m;
         s->cap = cap;
     }
-    s->m[s->n++] = (struct ist_msg){round, src, dst, bytes, reduce};
+    s->m[s->n++] = (struct ist_msg){round, src, dst, bytes, flags};
     if (round + 1 > s->rounds) s->rounds = round + 1;
 }
 
@@ -38,6 +38,7 @@ struct costs {
     const struct ist_plogp *p;
     const struct ist_layout *l;
     double wan_byte, lan_byte, copy_byte;
+    long rendezvous;
     double *have;      /* rank -> when everything sent to it in earlier rounds is in */
     double *next_have; /* the same, with this round's messages */
     double *send_free; /* rank -> when it may start its next send (one gap after the last) */
@@ -61,22 +62,26 @@ static double deliver(struct costs *c, const struct ist_msg *x)
     } else {
         const struct ist_plogp_class *k = a == z ? &c->p->lan : &c->p->wan;
         double gap = ist_plogp_at(k, k->g, b), wire = b * c->lan_byte;
+        /* the MPI's rendezvous: the data leave once the receiver has answered, while the
+         * sender goes on with its next message (its sends are nonblocking) */
+        int rndv = c->rendezvous > 0 && x->bytes >= c->rendezvous && !(x->flags & IST_MSG_EAGER);
+        double leave = rndv ? start + 2 * k->L : start;
         /* the bytes leave through the host's port: the sender may start its next message
          * one LAN gap later, also to another cluster (its links are not its own port) */
-        start = max2(start, c->port_out[hs]);
-        c->port_out[hs] = start + wire;
-        c->send_free[x->src] = start + ist_plogp_at(&c->p->lan, c->p->lan.g, b);
+        leave = max2(leave, c->port_out[hs]);
+        c->port_out[hs] = leave + wire;
+        c->send_free[x->src] = (rndv ? start : leave) + ist_plogp_at(&c->p->lan, c->p->lan.g, b);
         if (a != z) { /* then queue for the wide-area link of this pair of clusters */
             double *link = &c->link[a * l->nclusters + z];
-            start = max2(start, *link);
-            *link = start + b * c->wan_byte;
+            leave = max2(leave, *link);
+            *link = leave + b * c->wan_byte;
         }
-        in = start + k->L + gap;
+        in = leave + k->L + gap;
         /* and come in through the receiving host's port */
         in = max2(in, c->port_in[hd] + wire);
         c->port_in[hd] = in;
     }
-    return in + (x->reduce ? b * c->copy_byte : 0);
+    return in + (x->flags & IST_MSG_REDUCE ? b * c->copy_byte : 0);
 }
 
 double ist_sched_time(const struct ist_sched *s, const struct ist_plogp *p,
@@ -84,7 +89,7 @@ double ist_sched_time(const struct ist_sched *s, const struct ist_plogp *p,
 {
     if (s->n == 0) return 0.0;
     struct costs c = {p, l, per_byte(&p->wan, p->wan.g), per_byte(&p->lan, p->lan.g),
-                      per_byte(&p->lan, p->lan.os), NULL, NULL, NULL, NULL, NULL, NULL};
+                      per_byte(&p->lan, p->lan.os), s->rendezvous, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t size = (size_t)l->size, nc = (size_t)l->nclusters;
     c.have = calloc(size, sizeof(double));
     c.next_have = calloc(size, sizeof(double));

@@ -14,8 +14,12 @@
  * on the wide-area link of that ordered pair of clusters (WAN rate; the emulator builds
  * one per pair and direction). Messages between ranks of one host cost a local copy (os
  * of the LAN class) and no port. So a pipeline pays a link's latency once, and flows that
- * share a link or a port share its rate. The time is the last arrival. No MPI here: the
- * layer and the CLI (isthmus coll explain) run the same code. */
+ * share a link or a port share its rate. The MPI's own messages of `rendezvous` bytes or
+ * more between hosts wait one round trip of their class before their data leave (the
+ * library's rendezvous: its first fragment, then the receiver's reply); the layer's own
+ * wide-area messages travel in eager segments and never wait (IST_MSG_EAGER). The time
+ * is the last arrival. No MPI here: the layer and the CLI (isthmus coll explain) run the
+ * same code. */
 #ifndef ISTHMUS_SCHEDULE_H
 #define ISTHMUS_SCHEDULE_H
 
@@ -32,13 +36,17 @@ struct ist_layout {
 struct ist_msg {
     int round, src, dst;
     long bytes;
-    int reduce; /* the receiver combines the data with its own (reductions) */
+    int flags; /* IST_MSG_REDUCE, IST_MSG_EAGER */
 };
+#define IST_MSG_REDUCE 1 /* the receiver combines the data with its own (reductions) */
+#define IST_MSG_EAGER 2  /* sent in segments under the eager limit: no rendezvous */
 
 struct ist_sched {
     struct ist_msg *m;
     int n, cap;
     int rounds; /* rounds used so far: the next stage starts here */
+    long rendezvous; /* the MPI's messages of at least this many bytes use its
+                      * rendezvous (0: none modelled); ist_rendezvous_bytes() */
 };
 
 /* A set of ranks of the layout that runs an algorithm (a communicator): ranks[i] is the
@@ -50,8 +58,9 @@ struct ist_group {
 
 void ist_sched_init(struct ist_sched *s);
 void ist_sched_free(struct ist_sched *s);
-/* One message in round `round` (absolute); rounds grows to cover it. */
-void ist_sched_msg(struct ist_sched *s, int round, int src, int dst, long bytes, int reduce);
+/* One message in round `round` (absolute); rounds grows to cover it. flags: IST_MSG_*
+ * (1, IST_MSG_REDUCE, for a reduction's message). */
+void ist_sched_msg(struct ist_sched *s, int round, int src, int dst, long bytes, int flags);
 /* Predicted time of the whole schedule, microseconds. */
 double ist_sched_time(const struct ist_sched *s, const struct ist_plogp *p,
                       const struct ist_layout *l);
