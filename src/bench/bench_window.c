@@ -117,18 +117,16 @@ static void summarize(const double *all, int iters, int size, struct window_resu
     free(per);
 }
 
-/* Iterations whose start some rank missed (rank 0 counts, every rank learns). */
-static int count_late(const double *all, int iters, int size, int rank)
+/* Rank 0: the iterations whose start some rank missed. */
+static int count_late(const double *all, int iters, int size)
 {
     int late = 0;
-    if (rank == 0)
-        for (int i = 0; i < iters; i++)
-            for (int q = 0; q < size; q++)
-                if (all[(size_t)q * (size_t)iters + (size_t)i] < 0) {
-                    late++;
-                    break;
-                }
-    MPI_Bcast(&late, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < iters; i++)
+        for (int q = 0; q < size; q++)
+            if (all[(size_t)q * (size_t)iters + (size_t)i] < 0) {
+                late++;
+                break;
+            }
     return late;
 }
 
@@ -165,14 +163,15 @@ void bench_window_time_n(const struct window_op *ops, int nops, int iters, int w
             ops[k].op(ops[k].ctx);
             finish[(size_t)k * (size_t)iters + (size_t)i] = late_start ? -1 : global_now() - start;
         }
-        int worst = 0;
+        int worst = 0; /* the most late iterations of any operation: rank 0 counts */
         for (int k = 0; k < nops; k++) {
             double *mine = all ? all + (size_t)k * (size_t)iters * (size_t)size : NULL;
             MPI_Gather(finish + (size_t)k * (size_t)iters, iters, MPI_DOUBLE, mine, iters, MPI_DOUBLE, 0,
                        MPI_COMM_WORLD);
-            int late = count_late(mine, iters, size, rank);
+            int late = rank == 0 ? count_late(mine, iters, size) : 0;
             if (late > worst) worst = late;
         }
+        MPI_Bcast(&worst, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (worst * 5 <= iters) break;
         window *= 2;
     }

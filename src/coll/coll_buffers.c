@@ -121,7 +121,7 @@ int ist_h_waitall(int n, MPI_Request *reqs)
     return rc;
 }
 
-long ist_wan_segment(void) { return ist_hier_forced_segment() > 0 ? ist_hier_forced_segment() : IST_WAN_SEGMENT; }
+long ist_wan_segment(void) { return ist_hier_forced_segment() > 0 ? ist_hier_forced_segment() : IST_EAGER_SEGMENT; }
 
 MPI_Request *ist_reqs_next(struct ist_reqs *q)
 {

@@ -144,12 +144,11 @@ int ist_h_irecv_typed(const struct ist_hier *h, void *buf, int count, MPI_Dataty
 int ist_h_waitall(int n, MPI_Request *reqs);
 
 /* Bulk wide-area messages (Allreduce's split exchange, Alltoall's) travel in segments of
- * IST_WAN_SEGMENT bytes (or collectives.segment), under the MPI's eager limit: a
+ * IST_EAGER_SEGMENT bytes (coll_cost.h; or collectives.segment), under the MPI's eager limit: a
  * rendezvous handshake would wait behind the data that fill a wide-area queue (measured:
  * results/collectives/README.md). Receives are posted first and take segments in as they
  * come; both ends must know the message's size. Requests go into a growing list, waited
  * for (and freed) together. */
-#define IST_WAN_SEGMENT IST_EAGER_SEGMENT
 long ist_wan_segment(void);
 struct ist_reqs {
     MPI_Request *r;

@@ -91,6 +91,20 @@ static struct ist_group group(const struct clusters *c, int k)
 
 static int coordinator(const struct clusters *c, int k) { return c->members[c->start[k]]; }
 
+long ist_rendezvous_bytes(struct ist_mpi f)
+{
+    /* Open MPI: btl_tcp_eager_limit is 65536 bytes with ob1's header (ompi_info); MPICH
+     * over UCX's TCP: its threshold is UCX's own choice, not modelled */
+    return f.flavour == IST_MPI_OPENMPI ? 65536 - 64 : 0;
+}
+
+/* An empty schedule, costed with the MPI's rendezvous. */
+static void sched_init(struct ist_sched *s, struct ist_mpi f)
+{
+    ist_sched_init(s);
+    s->rendezvous = ist_rendezvous_bytes(f);
+}
+
 /* The MPI's own `id` inside every cluster at once, from round at: the rounds it takes. */
 static int in_clusters(struct ist_sched *s, int at, struct ist_mpi f, enum ist_coll_id id,
                        const struct clusters *c, long bytes)
@@ -180,8 +194,7 @@ static double allreduce_wan_aware(long b, struct ist_mpi f, const struct cluster
     double best = HUGE_VAL;
     for (int split = 0; split < 2; split++) {
         struct ist_sched s;
-        ist_sched_init(&s);
-        s.rendezvous = ist_rendezvous_bytes(f);
+        sched_init(&s, f);
         int at = in_clusters(&s, 0, f, IST_COLL_REDUCE, c, b);
         long part = split ? (b + c->n - 1) / c->n : b;
         for (int step = 0; step < 1 + split; step++, at++)
@@ -195,13 +208,6 @@ static double allreduce_wan_aware(long b, struct ist_mpi f, const struct cluster
         if (t < best) best = t;
     }
     return best;
-}
-
-long ist_rendezvous_bytes(struct ist_mpi f)
-{
-    /* Open MPI: btl_tcp_eager_limit is 65536 bytes with ob1's header (ompi_info); MPICH
-     * over UCX's TCP: its threshold is UCX's own choice, not modelled */
-    return f.flavour == IST_MPI_OPENMPI ? 65536 - 64 : 0;
 }
 
 int ist_wan_pays(const struct ist_plogp *m)
@@ -229,8 +235,7 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
     if (!all) return;
     for (int r = 0; r < l->size; r++) all[r] = r;
     struct ist_sched s;
-    ist_sched_init(&s);
-    s.rendezvous = ist_rendezvous_bytes(f);
+    sched_init(&s, f);
     int rounds = 0;
     char name[40];
     snprintf(name, sizeof name, "native (%s)",
@@ -248,8 +253,7 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
         } else if (base == IST_COLL_ALLREDUCE) {
             add(out, "hierarchical", 0, allreduce_wan_aware(bytes, f, &c, p, l));
         } else {
-            ist_sched_init(&s);
-            s.rendezvous = ist_rendezvous_bytes(f);
+            sched_init(&s, f);
             const char *wan = wan_aware(&s, base, bytes, f, &c, l->size);
             if (wan) add(out, wan, 0, ist_sched_time(&s, p, l));
             ist_sched_free(&s);
