@@ -11,7 +11,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, atomic, net, records, rootless
+from . import __version__, atomic, net, records, rootless, signals
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
@@ -858,6 +858,7 @@ def main(argv: list[str] | None = None) -> int:
         args.args = program_args
     if rootless.inside():
         rootless.prepare()
+    signals.terminate_as_interrupt()
     try:
         rc: int = args.func(args)
         return rc

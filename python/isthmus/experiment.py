@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import importlib
 import shutil
-import signal
 import time
 import tomllib
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import paths, provenance, records
+from . import paths, provenance, records, signals
 from .errors import UserError
 from .mpi import IMPLEMENTATIONS
 
@@ -172,9 +171,9 @@ def run(
 ) -> Path:
     """Run (or resume) an experiment; the path of the results file written."""
     console = console or Console(stderr=True)
-    # SIGTERM ends a run as Ctrl-C does: the running step stops its benchmark and takes
-    # its network down; the finished steps stay for a resume
-    signal.signal(signal.SIGTERM, _interrupted)
+    # SIGTERM ends a run as Ctrl-C does (signals.terminate_as_interrupt): the running step
+    # stops its benchmark and takes its network down; the finished steps stay for a resume
+    signals.terminate_as_interrupt()
     exp = load(name, quick)
     dirty = provenance.changed_files()
     if dirty and not allow_dirty:
@@ -247,10 +246,6 @@ def run(
     shutil.rmtree(work, ignore_errors=True)
     console.print(f"wrote {provenance.relative(out)} ({len(rows)} rows)")
     return out
-
-
-def _interrupted(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def listing() -> list[tuple[str, str, str, int, float]]:

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import atomic, paths
+from . import atomic, paths, signals
 from .errors import UserError
 from .platform import MTU_RANGE, LinkModel, Platform, TcpSettings, parse_link
 
@@ -377,7 +377,8 @@ def up(
         atomic.write_text(d / "state.json", json.dumps(asdict(st), indent=1))
         return st
     except BaseException:
-        down(name)
+        with signals.deferred():
+            down(name)
         raise
 
 

@@ -30,11 +30,10 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from . import __version__, mpi, net, paths, records, rootless
+from . import __version__, mpi, net, paths, records, rootless, signals
 from .errors import UserError
 from .platform import Platform
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_TIMEOUT = 124  # as timeout(1)
 EXIT_NETWORK_FAILED = 125
 KILL_GRACE_SECONDS = 5.0
@@ -247,7 +246,7 @@ def launch(
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signum)
 
-    previous = {s: signal.signal(s, forward) for s in FORWARDED_SIGNALS}
+    previous = {s: signal.signal(s, forward) for s in signals.STOPPING}
     stopped: str | None = None
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
@@ -364,7 +363,8 @@ def run(req: RunRequest) -> int:
                 rc = first_failure(Path(status_dir)) or rc
     finally:
         if own_network:
-            net.down(netname)
+            with signals.deferred():
+                net.down(netname)
     if stopped == "timeout":
         print(
             f"isthmus: the run exceeded --timeout {req.timeout:g}s and was stopped", file=sys.stderr

@@ -85,6 +85,38 @@ def test_signal_stops_the_job(
     assert _rank_processes(app) == []
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_the_network_comes_up_leaves_no_network(
+    apps: dict[tuple[str, str], Path], sig: signal.Signals
+) -> None:
+    """Python dies at once on SIGTERM unless told otherwise: the namespaces made so far
+    would stay (the CI failure of stop 32)."""
+    proc = subprocess.Popen(
+        [str(ISTHMUS), "run", "-p", str(TWO_CLUSTERS), "--", str(apps[("openmpi", "sleeper")]),
+         "120"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    mine = f"ist-run{proc.pid}-"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and mine not in _namespaces():
+            time.sleep(0.005)
+        assert mine in _namespaces()  # caught half-way: the first namespace is there
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert mine not in _namespaces()
+
+
+def _namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
 def test_timeout_stops_the_job(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
     app = apps[("openmpi", "sleeper")]
     started = time.monotonic()
