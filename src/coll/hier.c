@@ -1,6 +1,7 @@
 /* The selector and the per-communicator hierarchy cache of the WAN-aware collectives. */
 #include "hier.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -282,59 +283,119 @@ static struct ist_hier *lookup(MPI_Comm comm)
     return h;
 }
 
-/* Ours (1) or the MPI's (0) for id at bytes on h, without the cache: a tuning file's rule
- * where it has one, else the model. Every rank decides from the same figures. */
-static int decide(struct ist_hier *h, enum ist_coll_id id, long bytes)
+/* Predicted microseconds of our best algorithm and of the MPI's own for id at bytes on h,
+ * and which of them is chosen (*pick: 1 ours; the model's choice keeps the MPI's own
+ * unless ours is clearly faster): a tuning file's measurements where it has a rule, else
+ * the model. 0 when neither can say (the WAN costs no more than the LAN, or the
+ * communicator is too large to cost). */
+struct prediction {
+    double ours, native; /* microseconds: our best algorithm, the MPI's own */
+    int pick;            /* 1: ours */
+    char name[40];       /* of the one picked */
+    int measured;        /* from a tuning file's rule */
+};
+
+static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct prediction *p)
 {
-    const int logs = log_choices && h->rank == 0;
     const struct ist_mpi mpi = {flavour, ist_sleep_wait};
     const struct ist_tuning_rule *rule =
         ist_tuning_find(&tuning, mpi, h->size, h->nclusters, id, bytes);
     if (rule) {
-        if (logs)
-            fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, "
-                            "measured (ours %.0f us, native %.0f us; tuning file)\n",
-                    ist_coll_names[id], bytes, h->size, h->nclusters,
-                    rule->ours ? "ours" : "native", rule->ours_us, rule->native_us);
-        return rule->ours;
+        *p = (struct prediction){rule->ours_us, rule->native_us, rule->ours, "", 1};
+        snprintf(p->name, sizeof p->name, "%s", rule->ours ? "ours" : "native");
+        return 1;
     }
-    /* the model, unless its WAN is no slower than its LAN or the communicator is too
-     * large to cost call by call */
-    if (!wan_pays || h->size > COSTED_RANKS) return wan_pays;
+    if (!wan_pays || h->size > COSTED_RANKS) return 0;
     struct ist_layout l = {h->size, h->nclusters, h->cluster_of, h->host};
     struct ist_choice c;
     ist_coll_choose(id, bytes, mpi, &model, &l, &c);
-    if (logs && c.n > 1)
-        fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, %.0f us "
-                        "predicted (%s: %.0f us)\n",
-                ist_coll_names[id], bytes, h->size, h->nclusters, c.c[c.best].name,
-                c.c[c.best].time_us, c.c[c.best == 0].name, c.c[c.best == 0].time_us);
-    return c.n > 0 && !c.c[c.best].native;
+    if (c.n == 0) return 0;
+    *p = (struct prediction){1e300, 1e300, !c.c[c.best].native, "", 0};
+    memcpy(p->name, c.c[c.best].name, sizeof p->name);
+    for (int i = 0; i < c.n; i++) {
+        double *t = c.c[i].native ? &p->native : &p->ours;
+        if (c.c[i].time_us < *t) *t = c.c[i].time_us;
+    }
+    return 1;
 }
 
-/* decide(), remembered per communicator, collective and size. */
-static int chooses_ours(struct ist_hier *h, enum ist_coll_id id, long bytes)
+/* Ours (1) or the MPI's (0) for id at bytes on h, without the cache. Every rank decides
+ * from the same figures. */
+static int decide(struct ist_hier *h, enum ist_coll_id id, long bytes)
+{
+    struct prediction p;
+    if (!predicted(h, id, bytes, &p)) return wan_pays;
+    if (log_choices && h->rank == 0)
+        fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, %s: "
+                        "ours %.0f us, native %.0f us\n",
+                ist_coll_names[id], bytes, h->size, h->nclusters, p.name,
+                p.measured ? "measured (tuning file)" : "predicted", p.ours, p.native);
+    return p.pick;
+}
+
+/* decide(), remembered per communicator, collective and size (key). */
+typedef int chooser(struct ist_hier *h, enum ist_coll_id id, long key);
+
+static int remembered(struct ist_hier *h, enum ist_coll_id id, long key, chooser *choose)
 {
     for (int i = 0; i < IST_DECISION_CACHE; i++)
-        if (h->decisions[i].id == (int)id + 1 && h->decisions[i].bytes == bytes)
+        if (h->decisions[i].id == (int)id + 1 && h->decisions[i].bytes == key)
             return h->decisions[i].wan_aware;
-    int ours = decide(h, id, bytes);
-    h->decisions[h->next_decision] = (struct ist_decision){(int)id + 1, bytes, ours};
+    int ours = choose(h, id, key);
+    h->decisions[h->next_decision] = (struct ist_decision){(int)id + 1, key, ours};
     h->next_decision = (h->next_decision + 1) % IST_DECISION_CACHE;
     return ours;
 }
 
-/* The v-forms: each rank knows only its own counts. When the model picks the same
- * algorithm for small and large blocks the counts do not matter; otherwise the ranks
- * agree on the largest mean block first (one small allreduce on the private duplicate). */
+/* How a v-form decides, each rank knowing only its own counts while all must take the
+ * same path: always the MPI's, always ours, or first agree on the largest mean block
+ * (one small allreduce, a wide-area round trip: it doubled a small Scatterv at 2 ms). A
+ * way is safe when, over the sizes users meet (8 B to 1 MiB), its predicted time is
+ * nowhere more than 5% above the MPI's own; of the safe ways the one predicted fastest
+ * overall (geometric mean) is taken, the MPI's own when no other is safe. */
+enum v_way { V_NATIVE, V_OURS, V_AGREE };
+#define V_POLICY_KEY (-1L - (1L << 62))
+
+static int v_way(struct ist_hier *h, enum ist_coll_id id, long unused)
+{
+    (void)unused;
+    double agree = 0, logsum[3] = {0}, worst[3] = {0};
+    struct prediction p;
+    if (predicted(h, IST_COLL_ALLREDUCE, (long)sizeof(long), &p)) agree = p.native;
+    int known = 0;
+    for (long b = 8; b <= 1L << 20; b *= 2) {
+        if (!predicted(h, id, b, &p)) continue;
+        known++;
+        double o = p.ours, n = p.native, best = o < n ? o : n, t[3] = {n, o, agree + best};
+        for (int w = 0; w < 3; w++) {
+            logsum[w] += log(t[w] / n);
+            if (t[w] / n > worst[w]) worst[w] = t[w] / n;
+        }
+    }
+    if (!known) return wan_pays ? V_OURS : V_NATIVE; /* as every size decides then */
+    int way = V_NATIVE;
+    for (int w = V_OURS; w <= V_AGREE; w++)
+        if (worst[w] <= 1.05 && logsum[w] < logsum[way]) way = w;
+    if (log_choices && h->rank == 0)
+        fprintf(stderr, "isthmus: selector: %s on %d ranks: %s (worst predicted ratio to the "
+                        "MPI's own: ours %.2f, agreeing first %.2f)\n",
+                ist_coll_names[id], h->size,
+                way == V_NATIVE ? "the MPI's own" : way == V_OURS ? "ours" : "agree on the size",
+                worst[V_OURS], worst[V_AGREE]);
+    return way;
+}
+
 static int prefers_ours(struct ist_hier *h, enum ist_coll_id id, long bytes)
 {
-    if (bytes >= 0) return chooses_ours(h, id, bytes);
-    int small = chooses_ours(h, id, 8), large = chooses_ours(h, id, 1L << 20);
-    if (small == large) return small;
+    if (bytes >= 0) return remembered(h, id, bytes, decide);
+    switch (remembered(h, id, V_POLICY_KEY, v_way)) {
+    case V_NATIVE: return 0;
+    case V_OURS: return 1;
+    default: break;
+    }
     long mine = IST_BYTES_LOCAL(bytes), agreed = 0;
     PMPI_Allreduce(&mine, &agreed, 1, MPI_LONG, MPI_MAX, h->comm);
-    return chooses_ours(h, id, agreed);
+    return remembered(h, id, agreed, decide);
 }
 
 struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)

@@ -49,6 +49,9 @@ struct ist_mpi {
 
 /* The smallest message the MPI sends with its rendezvous (schedule.h), 0: not modelled. */
 long ist_rendezvous_bytes(struct ist_mpi f);
+/* How late a rank waiting sleeping (f.nonblocking: layer.wait) sees a message from
+ * another host, on average: its test interval and the time to get a core back. */
+double ist_wake_us(struct ist_mpi f);
 
 /* The MPI's own algorithm for a collective on group g (root 0), as the library's
  * selection rules pick it at this size, appended to s from round `at`: returns its name;

@@ -39,6 +39,7 @@ struct costs {
     const struct ist_layout *l;
     double wan_byte, lan_byte, copy_byte;
     long rendezvous;
+    double wake;
     double *have;      /* rank -> when everything sent to it in earlier rounds is in */
     double *next_have; /* the same, with this round's messages */
     double *send_free; /* rank -> when it may start its next send (one gap after the last) */
@@ -80,6 +81,7 @@ static double deliver(struct costs *c, const struct ist_msg *x)
         /* and come in through the receiving host's port */
         in = max2(in, c->port_in[hd] + wire);
         c->port_in[hd] = in;
+        in += c->wake; /* a sleeping receiver notices it at its next test */
     }
     return in + (x->flags & IST_MSG_REDUCE ? b * c->copy_byte : 0);
 }
@@ -89,7 +91,7 @@ double ist_sched_time(const struct ist_sched *s, const struct ist_plogp *p,
 {
     if (s->n == 0) return 0.0;
     struct costs c = {p, l, per_byte(&p->wan, p->wan.g), per_byte(&p->lan, p->lan.g),
-                      per_byte(&p->lan, p->lan.os), s->rendezvous, NULL, NULL, NULL, NULL, NULL, NULL};
+                      per_byte(&p->lan, p->lan.os), s->rendezvous, s->wake_us, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t size = (size_t)l->size, nc = (size_t)l->nclusters;
     c.have = calloc(size, sizeof(double));
     c.next_have = calloc(size, sizeof(double));

@@ -47,6 +47,8 @@ struct ist_sched {
     int rounds; /* rounds used so far: the next stage starts here */
     long rendezvous; /* the MPI's messages of at least this many bytes use its
                       * rendezvous (0: none modelled); ist_rendezvous_bytes() */
+    double wake_us;  /* a receiver that waits sleeping sees a message this much after it
+                      * is in (0: it spins); ist_wake_us() */
 };
 
 /* A set of ranks of the layout that runs an algorithm (a communicator): ranks[i] is the

@@ -16,10 +16,9 @@ DAS = PLATFORMS / "das-4x2.toml"
 FAST = ("--set", "wan.latency=0.5ms", "--set", "wan.bandwidth=1Gbit/s")
 
 
-def selections(isthmus: Run, mpi: str, platform: object, sets: tuple[str, ...], colls: str,
-               size: int) -> dict[str, str]:  # fmt: skip
-    """Run the coll benchmark at one size with the selector's log on: collective -> the
-    algorithm chosen."""
+def selector_log(isthmus: Run, mpi: str, platform: object, sets: tuple[str, ...], colls: str,
+                 size: int) -> str:  # fmt: skip
+    """Run the coll benchmark at one size with the selector's log on: its log."""
     done = isthmus(
         "run", "-p", platform, *sets, "--set", "layer.collectives=isthmus",
         "--set", "collectives.log=true", "--mpi", mpi, "--timeout", "120s", "--",
@@ -27,9 +26,15 @@ def selections(isthmus: Run, mpi: str, platform: object, sets: tuple[str, ...], 
         "--max-size", str(size), "--iterations", "3", "--warmup", "1",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    return done.stderr
+
+
+def selections(isthmus: Run, mpi: str, platform: object, sets: tuple[str, ...], colls: str,
+               size: int) -> dict[str, str]:  # fmt: skip
+    """collective -> the algorithm chosen at one size."""
+    log = selector_log(isthmus, mpi, platform, sets, colls, size)
     return dict(
-        re.findall(r"isthmus: selector: (\w+) of \d+ B on \d+ ranks in \d+ clusters: ([^,]+),",
-                   done.stderr)
+        re.findall(r"isthmus: selector: (\w+) of \d+ B on \d+ ranks in \d+ clusters: ([^,]+),", log)
     )  # fmt: skip
 
 
@@ -44,6 +49,18 @@ def test_fast_link_keeps_the_mpis_alltoall(isthmus: Run, mpi: str) -> None:
 def test_slow_link_runs_the_hierarchy(isthmus: Run, mpi: str) -> None:
     chosen = selections(isthmus, mpi, DAS, (), "barrier,allreduce", 8)
     assert (chosen["barrier"], chosen["allreduce"]) == ("hierarchical", "hierarchical")
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_v_forms_choose_one_way_without_a_wide_area_agreement(isthmus: Run, mpi: str) -> None:
+    """Agreeing on the counts first costs a wide-area allreduce per call: it doubled a small
+    Scatterv at 2 ms (grid-2x2 at d483c78). At 2 ms the selector takes one way for every
+    size."""
+    log = selector_log(isthmus, mpi, TWO_CLUSTERS, ("--set", "wan.latency=2ms", "--set",
+                       "wan.bandwidth=1Gbit/s"), "scatterv,gatherv,alltoallv", 8)  # fmt: skip
+    ways = dict(re.findall(r"isthmus: selector: (\w+) on \d+ ranks: ([^(]+?) \(", log))
+    assert set(ways) == {"scatterv", "gatherv", "alltoallv"}, log[-2000:]
+    assert "agree on the size" not in ways.values()
 
 
 @pytest.mark.parametrize(
