@@ -39,6 +39,7 @@ STATE_ROOT = Path(os.environ.get("ISTHMUS_STATE_DIR", "/run/isthmus"))
 NETNS_DIR = Path("/var/run/netns")
 DEVICE = "ist0"
 DEFAULT_MTU = 65000
+NIC_QUEUE = 64 << 20  # bytes a host may have waiting at its own port (net.plan)
 DEFAULT_NAME = "isthmus"
 CONTROL_HOST = "ctl"
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,19}")
@@ -128,13 +129,23 @@ def plan(platform: Platform) -> NetworkPlan:
     clusters = {c.name: c for c in platform.clusters}
     zippers = {z.name: z for z in platform.zippers}
     port: dict[str, int | None] = {}  # the link into each host, None when not emulated
+    nic: dict[str, int | None] = {}  # the link out of each host, None when not emulated
     for h in hosts[1:]:
         if h.zipper:
-            zl = zippers[h.cluster or ""].link
-            port[h.name] = link(f"zip:{h.name}", zl) if zl else None
+            model = zippers[h.cluster or ""].link
+            port[h.name] = link(f"zip:{h.name}", model) if model else None
         else:
             cl = clusters[h.cluster or ""]
-            port[h.name] = link(f"lan:{h.name}", cl.lan) if cl.lan_emulated else None
+            model = cl.lan if cl.lan_emulated else None
+            port[h.name] = link(f"lan:{h.name}", model) if model else None
+        # A host sends at its port's rate whatever the destinations (a NIC's egress): it
+        # queues there, never drops (a real host's TCP waits for its NIC).
+        nic[h.name] = (
+            link(f"nic:{h.name}", LinkModel(bandwidth=model.bandwidth, queue=NIC_QUEUE,
+                                             cut_through=True))
+            if model and model.bandwidth
+            else None
+        )  # fmt: skip
     for (src, dst), model in platform.wan.items():
         link(f"wan:{src}->{dst}", model)
     for cl in platform.clusters:
@@ -151,10 +162,11 @@ def plan(platform: Platform) -> NetworkPlan:
                 routes[(i, j)] = []  # launcher traffic is not emulated
                 continue
             into_b = [p] if (p := port[b.name]) is not None else []
+            out_of_a = [p] if (p := nic[a.name]) is not None else []
             if a.cluster == b.cluster or a.zipper or b.zipper:
                 joined = a.cluster == b.cluster or _zipper_joins(zippers, a, b)
                 if joined:
-                    routes[(i, j)] = into_b
+                    routes[(i, j)] = out_of_a + into_b
                 continue
             wan = index.get(f"wan:{a.cluster}->{b.cluster}")
             if wan is None:
@@ -165,7 +177,7 @@ def plan(platform: Platform) -> NetworkPlan:
             path.append(wan)
             if f"down:{b.cluster}" in index:
                 path.append(index[f"down:{b.cluster}"])
-            routes[(i, j)] = path + into_b
+            routes[(i, j)] = out_of_a + path + into_b
     return NetworkPlan(hosts, links, routes)
 
 
@@ -186,7 +198,10 @@ def router_config(p: NetworkPlan, net: str, control: Path, spin_ns: int) -> str:
     for i, h in enumerate(p.hosts):
         lines.append(f"host {i} {netns_name(net, h.name)} {h.address}")
     for i, lk in enumerate(p.links):
-        lines.append(f"link {i} {lk.name} {link_settings(lk.model)} reorder=0 seed={i + 1}")
+        lines.append(
+            f"link {i} {lk.name} {link_settings(lk.model)} reorder=0 "
+            f"cut_through={int(lk.model.cut_through)} seed={i + 1}"
+        )
     for (s, d), hops in sorted(p.routes.items()):
         lines.append(f"route {s} {d} {','.join(map(str, hops)) or '-'}")
     return "\n".join(lines) + "\n"
@@ -528,9 +543,15 @@ def set_link(name: str, link: str, settings: dict[str, str]) -> list[str]:
                 values[key] = float(values[key])
             except ValueError:
                 raise UserError(f"net set {key}={values[key]}: expected a number") from None
-    router_settings = link_settings(parse_link(values, "net set"), settings.keys())
-    for n in names:
-        reply = control(name, f"set {n} {router_settings}").strip()
+    model = parse_link(values, "net set")
+    router_settings = link_settings(model, settings.keys())
+    changes = [(n, router_settings) for n in names]
+    if "bandwidth" in settings:  # a host's port has one rate, in and out
+        ports = [n.partition(":")[2] for n in names if n.split(":")[0] in ("lan", "zip")]
+        nic_rate = link_settings(model, ["bandwidth"])
+        changes += [(f"nic:{h}", nic_rate) for h in ports if f"nic:{h}" in st.links]
+    for n, router in changes:
+        reply = control(name, f"set {n} {router}").strip()
         if reply != "ok":
             raise UserError(f"link {n}: {reply}")
     return names

@@ -41,6 +41,10 @@ class LinkModel:
     # Largest packet on the link, bytes; None: the emulated devices' MTU. Hosts send
     # packets no larger than the smallest MTU on their route (net.py).
     mtu: int | None = None
+    # A packet goes on to the next link when its serialization starts, not when it ends:
+    # a host's own port (net.py), which limits its sending rate without a second
+    # store-and-forward delay. Not a platform key.
+    cut_through: bool = False
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ enum link_verdict link_offer(struct link *l, uint64_t t, uint32_t len, uint64_t 
         l->c.losses++;
         return LINK_LOST;
     }
-    uint64_t depart = t;
+    uint64_t depart = t, handed_on = t;
     if (l->p.rate_bytes_per_s > 0) {
         uint64_t backlog = link_backlog(l, t);
         if (backlog + len > l->p.queue_bytes) {
@@ -98,9 +98,10 @@ enum link_verdict link_offer(struct link *l, uint64_t t, uint32_t len, uint64_t 
         uint64_t start = l->busy_until_ns > t ? l->busy_until_ns : t;
         depart = start + (uint64_t)((double)len * 1e9 / l->p.rate_bytes_per_s);
         l->busy_until_ns = depart;
+        handed_on = l->p.cut_through ? start : depart;
     }
     int64_t delay = (int64_t)l->p.latency_ns + jitter(l);
-    uint64_t at = depart + (uint64_t)(delay > 0 ? delay : 0);
+    uint64_t at = handed_on + (uint64_t)(delay > 0 ? delay : 0);
     if (!l->p.reorder && at < l->last_arrival_ns) at = l->last_arrival_ns;
     l->last_arrival_ns = at;
     l->c.packets++;
@@ -135,10 +136,10 @@ int link_set(struct link_params *p, const char *key, const char *value)
     if (strcmp(key, "rate") == 0) return parse_double(value, 0, 1e15, &p->rate_bytes_per_s);
     if (strcmp(key, "loss") == 0) return parse_double(value, 0, 1, &p->loss);
     if (strcmp(key, "loss_burst") == 0) return parse_double(value, 1, 1e9, &p->loss_burst);
-    if (strcmp(key, "reorder") == 0) {
+    if (strcmp(key, "reorder") == 0 || strcmp(key, "cut_through") == 0) {
         double v;
         if (parse_double(value, 0, 1, &v) != 0) return -1;
-        p->reorder = v != 0;
+        *(key[0] == 'r' ? &p->reorder : &p->cut_through) = v != 0;
         return 0;
     }
     if (strcmp(key, "dist") == 0) {

@@ -11,7 +11,10 @@
  *      [-j, +j] or normal with deviation j, never below zero delay. By default a link
  *      keeps packet order (an arrival never precedes the previous one, as on a wire);
  *      with reorder set, jitter may reorder packets as netem does.
- * Without a rate the link has no queue and step 3 is skipped. */
+ * Without a rate the link has no queue and step 3 is skipped. A cut-through link hands a
+ * packet on when its serialization starts rather than when it ends (a host's NIC feeding
+ * its wire: it limits the rate the host sends at without adding a packet's time to the
+ * next link's own). */
 #ifndef ISTHMUS_LINK_MODEL_H
 #define ISTHMUS_LINK_MODEL_H
 
@@ -25,6 +28,7 @@ struct link_params {
     uint64_t jitter_ns;
     enum jitter_dist dist;
     int reorder;
+    int cut_through;
     uint64_t queue_bytes;
     double loss;       /* mean loss probability */
     double loss_burst; /* mean burst length; 1 = independent (Bernoulli) */

@@ -304,6 +304,30 @@ def test_selftest_reports_every_figure(isthmus: Run, tmp_path: Path) -> None:
     assert not [n for n in os.listdir("/var/run/netns") if n.startswith("ist-self")]
 
 
+def test_a_host_sends_at_its_ports_rate_whatever_the_destinations() -> None:
+    """Two streams from one host, one inside its cluster and one across: together they get
+    the host's port (nic:HOST, the LAN rate), not one port's rate each; alone, one stream
+    gets it all. A root sending to many hosts is as slow as on a real NIC (and as the
+    selector's model takes it)."""
+    sets = ("clusters.east.lan.bandwidth=100Mbit/s", "clusters.west.lan.bandwidth=100Mbit/s",
+            "wan.bandwidth=1Gbit/s", "wan.latency=0.5ms")  # fmt: skip
+    with network(TWO_CLUSTERS, *sets) as name, probe_server(name, "east1"), \
+            probe_server(name, "west0"):  # fmt: skip
+        plan = net.plan(platform.load(TWO_CLUSTERS, sets))
+        names = [lk.name for lk in plan.links]
+        route = plan.routes[(plan.host_index("east0"), plan.host_index("west0"))]
+        assert [names[k] for k in route] == ["nic:east0", "wan:east->west", "lan:west0"]
+        alone = probe(name, "east0", "stream", "198.18.1.2", "--seconds", "2")["goodput_bps"]
+        streams = [
+            subprocess.Popen(["ip", "netns", "exec", net.netns_name(name, "east0"), str(PROBE),
+                              "stream", dest, "--seconds", "2"], stdout=subprocess.PIPE, text=True)
+            for dest in ("198.18.1.2", "198.18.2.1")
+        ]  # fmt: skip
+        both = sum(json.loads(p.communicate(timeout=60)[0])["goodput_bps"] for p in streams)
+    assert 80e6 <= alone <= 105e6, alone
+    assert 80e6 <= both <= 110e6, both  # without the port: up to twice that
+
+
 def test_jitter_spreads_rtt_without_reordering(isthmus: Run) -> None:
     """Uniform jitter of 2 ms on one direction of a 5 ms link: RTTs spread over about
     [8, 12] ms. Packet order is kept, so a TCP stream sees no reordering."""
