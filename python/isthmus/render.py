@@ -314,9 +314,22 @@ def entry_pairs(res: dict[str, Any], by: str = "mpi") -> Pairs:
     return {k: v for k, v in pairs.items() if set(v) == {"mpi", "native"}}
 
 
+def ran(choice: Any, algorithm: str | None) -> Any:
+    """The candidate the layer ran: as its selector logged it when the results recorded it
+    ("ours": the best of ours, for a v-form's single way), else the model's choice now."""
+    cs = choice.candidates
+    if algorithm == "ours":
+        return min((c for c in cs if not c.name.startswith("native")), key=lambda c: c.predicted_us)
+    if algorithm == "native":
+        return next(c for c in cs if c.name.startswith("native"))
+    return next((c for c in cs if c.name == algorithm), None) or next(
+        c for c in cs if c.name == choice.chosen
+    )
+
+
 def model_errors(res: dict[str, Any], pairs: Pairs) -> dict[tuple[str, str], list[float]]:
-    """Per (MPI, collective): the model's error for the algorithm it chose against the
-    layer's measured median, at 64 KiB and more."""
+    """Per (MPI, collective): the model's error for the algorithm the layer ran against its
+    measured median, at 64 KiB and more."""
     from . import coll_explain, plogp
 
     params, cores = res["params"], res["header"]["machine"]["cores"]
@@ -330,8 +343,9 @@ def model_errors(res: dict[str, Any], pairs: Pairs) -> dict[tuple[str, str], lis
         plat = platform_mod.load(paths.ROOT / params["platform"], sets)
         params_ = plogp.from_platform(plat)
         for choice in coll_explain.explain(plat, params_, mpi, coll, sorted(big), cores=cores):
-            chosen = next(c for c in choice.candidates if c.name == choice.chosen)
-            measured = pairs[(mpi, coll, point, choice.bytes)]["mpi"]["median_us"]
+            layer = pairs[(mpi, coll, point, choice.bytes)]["mpi"]
+            chosen = ran(choice, layer.get("algorithm"))
+            measured = layer["median_us"]
             errors.setdefault((mpi, coll), []).append(chosen.predicted_us / measured - 1)
     return errors
 

@@ -270,3 +270,32 @@ def test_the_application_table_judges_times_and_rates_alike() -> None:
     assert fft.ratio == pytest.approx(1.0) and fft.ok  # same median rate
     res["rows"][1]["fft"] = spread_stats([1.0, 1.0, 1.0])
     assert app_figures(res)[1].ratio == pytest.approx(2.0)  # half the rate: twice the time
+
+
+def test_the_grid_records_what_the_layer_ran_and_the_model_is_judged_on_it() -> None:
+    """The selector's log (collectives.log) says what ran on MPI_COMM_WORLD; the model's
+    error is taken for that algorithm, not for what the model chooses today."""
+    from types import SimpleNamespace
+
+    from isthmus.runners.coll import algorithms
+
+    log = [
+        "isthmus: selector: alltoall of 65536 B on 4 ranks in 2 clusters: aggregated, "
+        "predicted: ours 8695 us, native 9705 us",
+        "isthmus: selector: gather of 8 B on 4 ranks in 2 clusters: native (linear), "
+        "predicted: ours 2100 us, native 2000 us",
+        "isthmus: selector: scatterv on 4 ranks: the MPI's own (worst predicted ratio to the "
+        "MPI's own: ours 1.17, agreeing first 3.35)",
+        "isthmus: 4 ranks on 2 cores: ranks take turns on the cores",
+    ]
+    assert algorithms(log) == {
+        ("alltoall", 65536): "aggregated",
+        ("gather", 8): "native (linear)",
+        ("scatterv", 0): "native",
+    }
+    cands = [SimpleNamespace(name="native (linear)", predicted_us=9.0),
+             SimpleNamespace(name="aggregated", predicted_us=8.0)]  # fmt: skip
+    choice = SimpleNamespace(candidates=cands, chosen="aggregated")
+    assert render.ran(choice, "native").name == "native (linear)"
+    assert render.ran(choice, "ours").name == "aggregated"
+    assert render.ran(choice, None).name == "aggregated"  # not recorded: the model's choice

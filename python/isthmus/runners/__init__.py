@@ -92,12 +92,16 @@ def bench_records(
     program_args: list[str],
     label: str,
     timeout: str = "10min",
+    log: list[str] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """`isthmus bench PROGRAM` on a platform of the checkout: its header and records."""
-    isthmus(
+    """`isthmus bench PROGRAM` on a platform of the checkout: its header and records (and
+    its standard error's lines appended to `log`, when given)."""
+    done = isthmus(
         ["bench", program, "-p", str(paths.ROOT / platform),
          *(x for kv in settings for x in ("--set", kv)), "--mpi", mpi, "-o", str(out),
          "--timeout", timeout, "--", *program_args],
         label,
     )  # fmt: skip
+    if log is not None:
+        log += done.stderr.splitlines()
     return records.read_bench(out)

@@ -29,6 +29,7 @@ each launch's median call time, the smallest and largest of them, the spread
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -131,17 +132,42 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         "--iterations", str(p.get("iterations", 10)), "--warmup", str(p.get("warmup", 1)),
         "--entries", p.get("entries", "mpi,native"),
     ]  # fmt: skip
+    log: list[str] = []
     header, recs = bench_records(
-        "coll", case["platform"], settings, case["mpi"], out, program_args, step.label,
-        str(p.get("timeout", "10min")),
+        "coll", case["platform"], [*settings, "collectives.log=true"], case["mpi"], out,
+        program_args, step.label, str(p.get("timeout", "10min")), log,
     )  # fmt: skip
     out.unlink()
     keep = ("collective", "entry", "bytes", "latency_median_us", "latency_min_us", "latency_max_us")
-    return {
-        "mpi_library": header["mpi_library"],
-        "settings": settings,
-        "records": [{k: r[k] for k in keep} for r in recs if r.get("record") == "coll"],
-    }
+    ran = algorithms(log)
+    kept = []
+    for r in recs:
+        if r.get("record") == "coll":
+            row = {k: r[k] for k in keep}
+            a = ran.get((r["collective"], r["bytes"])) or ran.get((r["collective"], 0))
+            if r["entry"] == "mpi" and a:
+                row["algorithm"] = a
+            kept.append(row)
+    return {"mpi_library": header["mpi_library"], "settings": settings, "records": kept}
+
+
+SELECTED = re.compile(r"isthmus: selector: (\w+) of (\d+) B on \d+ ranks in \d+ clusters: ([^,]+),")
+V_WAY = re.compile(
+    r"isthmus: selector: (\w+) on \d+ ranks: (the MPI's own|ours|agree on the size) \("
+)
+
+
+def algorithms(log: list[str]) -> dict[tuple[str, int], str]:
+    """(collective, bytes) -> what the layer ran on MPI_COMM_WORLD, from its selector's log
+    (collectives.log): a candidate's name as `isthmus coll explain` gives it; for a v-form
+    that takes one way for every size, "ours" or "native" under the size 0."""
+    out: dict[tuple[str, int], str] = {}
+    for line in log:
+        if m := SELECTED.match(line):
+            out.setdefault((m[1], int(m[2])), m[3])
+        elif m := V_WAY.match(line):
+            out.setdefault((m[1], 0), {"the MPI's own": "native"}.get(m[2], m[2]))
+    return out
 
 
 def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -171,5 +197,6 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
                 "calls_min_us": min(r["latency_min_us"] for r in recs),
                 "calls_max_us": max(r["latency_max_us"] for r in recs),
             }
+            | ({"algorithm": a} if (a := recs[0].get("algorithm")) else {})
         )
     return out
