@@ -24,12 +24,15 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import atomic, bounds, paths, provenance, records
 from . import platform as platform_mod
 from .errors import UserError
 from .units import parse_duration
+
+if TYPE_CHECKING:
+    from .coll_explain import Candidate, Choice
 
 RESULTS = paths.ROOT / "results"
 LEGACY_FILE = paths.ROOT / "experiments" / "legacy.toml"
@@ -314,17 +317,16 @@ def entry_pairs(res: dict[str, Any], by: str = "mpi") -> Pairs:
     return {k: v for k, v in pairs.items() if set(v) == {"mpi", "native"}}
 
 
-def ran(choice: Any, algorithm: str | None) -> Any:
+def ran(choice: Choice, algorithm: str | None) -> Candidate:
     """The candidate the layer ran: as its selector logged it when the results recorded it
     ("ours": the best of ours, for a v-form's single way), else the model's choice now."""
     cs = choice.candidates
     if algorithm == "ours":
-        return min((c for c in cs if not c.name.startswith("native")), key=lambda c: c.predicted_us)
+        return min((c for c in cs if not c.native), key=lambda c: c.predicted_us)
     if algorithm == "native":
-        return next(c for c in cs if c.name.startswith("native"))
-    return next((c for c in cs if c.name == algorithm), None) or next(
-        c for c in cs if c.name == choice.chosen
-    )
+        return next(c for c in cs if c.native)
+    named = algorithm if any(c.name == algorithm for c in cs) else choice.chosen
+    return next(c for c in cs if c.name == named)
 
 
 def model_errors(res: dict[str, Any], pairs: Pairs) -> dict[tuple[str, str], list[float]]:

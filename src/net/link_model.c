@@ -128,6 +128,14 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+static int parse_flag(const char *s, int *out)
+{
+    double v;
+    if (parse_double(s, 0, 1, &v) != 0) return -1;
+    *out = v != 0;
+    return 0;
+}
+
 int link_set(struct link_params *p, const char *key, const char *value)
 {
     if (strcmp(key, "latency_ns") == 0) return parse_u64(value, &p->latency_ns);
@@ -136,12 +144,8 @@ int link_set(struct link_params *p, const char *key, const char *value)
     if (strcmp(key, "rate") == 0) return parse_double(value, 0, 1e15, &p->rate_bytes_per_s);
     if (strcmp(key, "loss") == 0) return parse_double(value, 0, 1, &p->loss);
     if (strcmp(key, "loss_burst") == 0) return parse_double(value, 1, 1e9, &p->loss_burst);
-    if (strcmp(key, "reorder") == 0 || strcmp(key, "cut_through") == 0) {
-        double v;
-        if (parse_double(value, 0, 1, &v) != 0) return -1;
-        *(key[0] == 'r' ? &p->reorder : &p->cut_through) = v != 0;
-        return 0;
-    }
+    if (strcmp(key, "reorder") == 0) return parse_flag(value, &p->reorder);
+    if (strcmp(key, "cut_through") == 0) return parse_flag(value, &p->cut_through);
     if (strcmp(key, "dist") == 0) {
         if (strcmp(value, "uniform") == 0) p->dist = JITTER_UNIFORM;
         else if (strcmp(value, "normal") == 0) p->dist = JITTER_NORMAL;

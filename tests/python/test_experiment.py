@@ -275,8 +275,7 @@ def test_the_application_table_judges_times_and_rates_alike() -> None:
 def test_the_grid_records_what_the_layer_ran_and_the_model_is_judged_on_it() -> None:
     """The selector's log (collectives.log) says what ran on MPI_COMM_WORLD; the model's
     error is taken for that algorithm, not for what the model chooses today."""
-    from types import SimpleNamespace
-
+    from isthmus.coll_explain import Candidate, Choice
     from isthmus.runners.coll import algorithms
 
     log = [
@@ -293,9 +292,8 @@ def test_the_grid_records_what_the_layer_ran_and_the_model_is_judged_on_it() -> 
         ("gather", 8): "native (linear)",
         ("scatterv", 0): "native",
     }
-    cands = [SimpleNamespace(name="native (linear)", predicted_us=9.0),
-             SimpleNamespace(name="aggregated", predicted_us=8.0)]  # fmt: skip
-    choice = SimpleNamespace(candidates=cands, chosen="aggregated")
+    cands = (Candidate("native (linear)", True, 9.0), Candidate("aggregated", False, 8.0))
+    choice = Choice("openmpi, sleep", "alltoall", 65536, "aggregated", cands)
     assert render.ran(choice, "native").name == "native (linear)"
     assert render.ran(choice, "ours").name == "aggregated"
     assert render.ran(choice, None).name == "aggregated"  # not recorded: the model's choice
