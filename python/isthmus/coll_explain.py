@@ -18,9 +18,6 @@ from .platform import COLLECTIVE_NAMES, Platform
 from .plogp import Params
 
 MPIS = ("openmpi", "mpich")
-# The selector keeps the MPI's own unless another is predicted this much faster
-# (src/model/coll_choose.c, NATIVE_MARGIN).
-NATIVE_MARGIN = 0.10
 
 
 @dataclass(frozen=True)
@@ -37,6 +34,9 @@ class Choice:
     bytes: int
     chosen: str
     candidates: tuple[Candidate, ...]
+    # the selector keeps the MPI's own unless another is predicted this much faster
+    # (IST_NATIVE_MARGIN in src/model/coll_cost.h, as the selector reports it)
+    margin: float = 0.0
     measured: tuple[bool, float, float] | None = None  # a tuning file's rule: ours?, us, us
 
     def why(self) -> str:
@@ -58,7 +58,7 @@ class Choice:
                 return f"{native.name} is predicted fastest"
             return (
                 f"{best_other.name} is predicted {gain:.1%} faster, under the "
-                f"{NATIVE_MARGIN:.0%} margin the MPI's own keeps"
+                f"{self.margin:.0%} margin the MPI's own keeps"
             )
         return f"{self.chosen} is predicted {gain:.0%} faster than {native.name}"
 
@@ -127,5 +127,7 @@ def explain(
         tuned = d["tuned"]
         measured = (tuned["ours"], tuned["ours_us"], tuned["native_us"]) if tuned else None
         who = f"{mpi}, {wait}"
-        out.append(Choice(who, d["collective"], d["bytes"], d["chosen"], cands, measured))
+        out.append(
+            Choice(who, d["collective"], d["bytes"], d["chosen"], cands, d["margin"], measured)
+        )
     return out

@@ -10,9 +10,14 @@
  * every cluster again. Their pipelining (allgather, allreduce's split form) is not
  * counted: the prediction is an upper bound there.
  *
- * The MPI's own algorithm stays unless another is predicted at least NATIVE_MARGIN
+ * The MPI's own algorithm stays unless another is predicted at least IST_NATIVE_MARGIN
  * faster: the model's error must not make a call slower than the library would have
- * made it. */
+ * made it. 15%, not 10%: on collectives/grid-2x2 (at fb289dd) ours was predicted up to
+ * 25-40% too fast where one TCP connection carries a large transfer at 1 Gbit/s
+ * (scatter's and the aggregated alltoall's coordinator messages), and 5 of the 972
+ * points where ours ran were slower than the MPI's own beyond the spread; a 15% margin
+ * would have kept the MPI's own at 3 of them and given up 29 wins of over 10%
+ * (docs/collectives.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +25,6 @@
 
 #include "coll_cost.h"
 #include "coll_tuning.h"
-
-#define NATIVE_MARGIN 0.10
 
 const char *const ist_coll_names[IST_COLL_COUNT] = {
     "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
@@ -93,9 +96,18 @@ static int coordinator(const struct clusters *c, int k) { return c->members[c->s
 
 long ist_rendezvous_bytes(struct ist_mpi f)
 {
-    /* Open MPI: btl_tcp_eager_limit is 65536 bytes with ob1's header (ompi_info); MPICH
-     * over UCX's TCP: its threshold is UCX's own choice, not modelled */
-    return f.flavour == IST_MPI_OPENMPI ? 65536 - 64 : 0;
+    /* Open MPI: btl_tcp_eager_limit is 65536 bytes with ob1's header (ompi_info). MPICH
+     * over UCX's TCP transport: UCX chooses; measured with `isthmus bench pingpong` across
+     * a 5 ms link (docs/model.md): payloads up to 19503 bytes go eagerly, from 19547 on
+     * the round trip grows by four one-way latencies per message. */
+    return f.flavour == IST_MPI_OPENMPI ? 65536 - 64 : 19504;
+}
+
+int ist_rendezvous_trips(struct ist_mpi f)
+{
+    /* ob1 sends its first fragment and waits for the receiver's answer; UCX's rendezvous
+     * over TCP was measured at two round trips (its request, then the receiver's get) */
+    return f.flavour == IST_MPI_OPENMPI ? 1 : 2;
 }
 
 double ist_wake_us(struct ist_mpi f)
@@ -111,6 +123,7 @@ static void sched_init(struct ist_sched *s, struct ist_mpi f)
 {
     ist_sched_init(s);
     s->rendezvous = ist_rendezvous_bytes(f);
+    s->rendezvous_trips = ist_rendezvous_trips(f);
     s->wake_us = ist_wake_us(f);
 }
 
@@ -271,7 +284,7 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
     clusters_free(&c);
     out->best = 0;
     for (int i = 1; i < out->n && ist_wan_pays(p); i++)
-        if (out->c[i].time_us < (1 - NATIVE_MARGIN) * out->c[0].time_us &&
+        if (out->c[i].time_us < (1 - IST_NATIVE_MARGIN) * out->c[0].time_us &&
             out->c[i].time_us < out->c[out->best].time_us)
             out->best = i;
 }

@@ -47,8 +47,14 @@ struct ist_mpi {
  * larger message waits for the receiver's reply, one wide-area round trip). */
 #define IST_EAGER_SEGMENT (16L << 10)
 
-/* The smallest message the MPI sends with its rendezvous (schedule.h), 0: not modelled. */
+/* Ours runs only where predicted at least this fraction faster than the MPI's own
+ * (coll_choose.c says why this much). */
+#define IST_NATIVE_MARGIN 0.15
+
+/* The smallest message the MPI sends with its rendezvous (schedule.h), 0: not modelled,
+ * and the round trips the rendezvous waits before the data leave. */
 long ist_rendezvous_bytes(struct ist_mpi f);
+int ist_rendezvous_trips(struct ist_mpi f);
 /* How late a rank waiting sleeping (f.nonblocking: layer.wait) sees a message from
  * another host, on average: its test interval and the time to get a core back. */
 double ist_wake_us(struct ist_mpi f);

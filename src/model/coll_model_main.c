@@ -93,8 +93,9 @@ int main(int argc, char **argv)
             for (int i = 1; r->ours && i < c.n; i++)
                 if (!best || c.c[i].time_us < c.c[best].time_us) best = i;
         }
-        printf("{\"collective\": \"%s\", \"bytes\": %ld, \"chosen\": \"%s\", \"tuned\": ",
-               argv[5], bytes, c.n ? c.c[best].name : "");
+        printf("{\"collective\": \"%s\", \"bytes\": %ld, \"chosen\": \"%s\", \"margin\": %.2f, "
+               "\"tuned\": ",
+               argv[5], bytes, c.n ? c.c[best].name : "", IST_NATIVE_MARGIN);
         if (r)
             printf("{\"from\": %ld, \"to\": %ld, \"ours\": %s, \"ours_us\": %.3f, "
                    "\"native_us\": %.3f}",

@@ -39,6 +39,7 @@ struct costs {
     const struct ist_layout *l;
     double wan_byte, lan_byte, copy_byte;
     long rendezvous;
+    int rendezvous_trips;
     double wake;
     double *have;      /* rank -> when everything sent to it in earlier rounds is in */
     double *next_have; /* the same, with this round's messages */
@@ -66,7 +67,7 @@ static double deliver(struct costs *c, const struct ist_msg *x)
         /* the MPI's rendezvous: the data leave once the receiver has answered, while the
          * sender goes on with its next message (its sends are nonblocking) */
         int rndv = c->rendezvous > 0 && x->bytes >= c->rendezvous && !(x->flags & IST_MSG_EAGER);
-        double leave = rndv ? start + 2 * k->L : start;
+        double leave = rndv ? start + 2.0 * c->rendezvous_trips * k->L : start;
         /* the bytes leave through the host's port: the sender may start its next message
          * one LAN gap later, also to another cluster (its links are not its own port) */
         leave = max2(leave, c->port_out[hs]);
@@ -91,7 +92,7 @@ double ist_sched_time(const struct ist_sched *s, const struct ist_plogp *p,
 {
     if (s->n == 0) return 0.0;
     struct costs c = {p, l, per_byte(&p->wan, p->wan.g), per_byte(&p->lan, p->lan.g),
-                      per_byte(&p->lan, p->lan.os), s->rendezvous, s->wake_us, NULL, NULL, NULL, NULL, NULL, NULL};
+                      per_byte(&p->lan, p->lan.os), s->rendezvous, s->rendezvous_trips, s->wake_us, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t size = (size_t)l->size, nc = (size_t)l->nclusters;
     c.have = calloc(size, sizeof(double));
     c.next_have = calloc(size, sizeof(double));

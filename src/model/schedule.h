@@ -15,8 +15,8 @@
  * one per pair and direction). Messages between ranks of one host cost a local copy (os
  * of the LAN class) and no port. So a pipeline pays a link's latency once, and flows that
  * share a link or a port share its rate. The MPI's own messages of `rendezvous` bytes or
- * more between hosts wait one round trip of their class before their data leave (the
- * library's rendezvous: its first fragment, then the receiver's reply); the layer's own
+ * more between hosts wait `rendezvous_trips` round trips of their class before their data
+ * leave (the library's rendezvous handshake); the layer's own
  * wide-area messages travel in eager segments and never wait (IST_MSG_EAGER). The time
  * is the last arrival. No MPI here: the layer and the CLI (isthmus coll explain) run the
  * same code. */
@@ -47,6 +47,7 @@ struct ist_sched {
     int rounds; /* rounds used so far: the next stage starts here */
     long rendezvous; /* the MPI's messages of at least this many bytes use its
                       * rendezvous (0: none modelled); ist_rendezvous_bytes() */
+    int rendezvous_trips; /* round trips its rendezvous waits before the data leave */
     double wake_us;  /* a receiver that waits sleeping sees a message this much after it
                       * is in (0: it spins); ist_wake_us() */
 };
