@@ -260,8 +260,9 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
     sched_init(&s, f);
     int rounds = 0;
     char name[40];
+    /* the MPI's own by the call's own rules (a v-form's may differ from its regular form's) */
     snprintf(name, sizeof name, "native (%s)",
-             ist_native_schedule(f, base, &s, 0, (struct ist_group){all, l->size}, bytes, &rounds));
+             ist_native_schedule(f, id, &s, 0, (struct ist_group){all, l->size}, bytes, &rounds));
     add(out, name, 1, ist_sched_time(&s, p, l));
     ist_sched_free(&s);
     free(all);

@@ -40,19 +40,21 @@ static const char *mpich(enum ist_coll_id id, struct ist_sched *s, int at, struc
         if (bytes <= 2048)
             USE("recursive doubling", ist_s_allreduce_recursive_doubling(s, at, g, bytes));
         USE("reduce-scatter + allgather", ist_s_rabenseifner(s, at, g, 0, bytes, 1));
-    case IST_COLL_GATHER:
-    case IST_COLL_GATHERV: USE("binomial", ist_s_gather_binomial(s, at, g, 0, bytes));
-    case IST_COLL_SCATTER:
-    case IST_COLL_SCATTERV: USE("binomial", ist_s_scatter_binomial(s, at, g, 0, bytes));
+    case IST_COLL_GATHER: USE("binomial", ist_s_gather_binomial(s, at, g, 0, bytes));
+    case IST_COLL_SCATTER: USE("binomial", ist_s_scatter_binomial(s, at, g, 0, bytes));
+    /* the v-forms have no tree: only the root knows every count (gatherv_allcomm_linear) */
+    case IST_COLL_GATHERV: USE("linear", ist_s_gather_linear(s, at, g, 0, bytes));
+    case IST_COLL_SCATTERV: USE("linear", ist_s_scatter_linear(s, at, g, 0, bytes));
     case IST_COLL_ALLGATHER:
     case IST_COLL_ALLGATHERV:
         if (bytes * n < 524288 && is_pof2(n))
             USE("recursive doubling", ist_s_allgather_recursive_doubling(s, at, g, bytes));
         if (bytes * n < 81920) USE("bruck", ist_s_allgather_bruck(s, at, g, bytes));
         USE("ring", ist_s_allgather_ring(s, at, g, bytes));
-    case IST_COLL_ALLTOALL:
     case IST_COLL_ALLTOALLV:
-    case IST_COLL_ALLTOALLW:
+    case IST_COLL_ALLTOALLW: /* the scattered exchange at every size */
+        USE("scattered", ist_s_alltoall_linear(s, at, g, bytes));
+    case IST_COLL_ALLTOALL:
         if (bytes <= 256 && n >= 8) USE("bruck", ist_s_alltoall_bruck(s, at, g, bytes));
         if (bytes <= 32768) USE("scattered", ist_s_alltoall_linear(s, at, g, bytes));
         USE("pairwise", ist_s_alltoall_pairwise(s, at, g, bytes, 1));
@@ -146,16 +148,17 @@ static const char *openmpi(enum ist_coll_id id, struct ist_sched *s, int at, str
         if (alg == 6) USE("rabenseifner", ist_s_rabenseifner(s, at, g, 0, b, 1));
         USE(alg == 4 ? "ring" : "segmented ring", ist_s_allreduce_ring(s, at, g, b));
     }
-    case IST_COLL_GATHER:
-    case IST_COLL_GATHERV: {
+    /* coll/tuned has no decision for the v-forms: coll/basic's linear ones run */
+    case IST_COLL_GATHERV: USE("linear", ist_s_gather_linear(s, at, g, 0, b));
+    case IST_COLL_SCATTERV: USE("linear", ist_s_scatter_linear(s, at, g, 0, b));
+    case IST_COLL_GATHER: {
         int binomial = n < 4   ? (b >= 4 && b < 32768) || (b >= 65536 && b < 131072)
                        : n < 8 ? b < 1024 || (b >= 8192 && b < 32768)
                                : 1;
         if (binomial) USE("binomial", ist_s_gather_binomial(s, at, g, 0, b));
         USE("linear", ist_s_gather_linear(s, at, g, 0, b));
     }
-    case IST_COLL_SCATTER:
-    case IST_COLL_SCATTERV: {
+    case IST_COLL_SCATTER: {
         int binomial = n < 4    ? 0
                        : n < 8  ? b < 2048 || (b >= 4096 && b < 8192)
                        : n < 32 ? b < 16384

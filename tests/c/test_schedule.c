@@ -238,6 +238,36 @@ static void costs(void)
     CHECK(near(ist_sched_time(&s, &p, &shared), 1 + m / 10000.0), "same host: %g",
           ist_sched_time(&s, &p, &shared));
     ist_sched_free(&s);
+
+    /* the MPI's rendezvous: each library's handshake before a large message's data leave
+     * (MPICH over UCX: two round trips from about 19.5 KB; Open MPI: one from 64 KiB);
+     * the layer's eager segments never wait */
+    const long kib32 = 32768, kib64 = 65536;
+    const struct {
+        enum ist_mpi_flavour f;
+        long bytes;
+        int flags;
+        double waits; /* one-way latencies added */
+    } rndv[] = {
+        {IST_MPI_MPICH, 16384, 0, 0},
+        {IST_MPI_MPICH, kib32, 0, 4},
+        {IST_MPI_MPICH, kib32, IST_MSG_EAGER, 0},
+        {IST_MPI_OPENMPI, kib32, 0, 0},
+        {IST_MPI_OPENMPI, kib64, 0, 2},
+        {IST_MPI_OPENMPI, kib64, IST_MSG_EAGER, 0},
+    };
+    for (size_t i = 0; i < sizeof rndv / sizeof rndv[0]; i++) {
+        struct ist_mpi f = {rndv[i].f, 0};
+        ist_sched_init(&s);
+        s.rendezvous = ist_rendezvous_bytes(f);
+        s.rendezvous_trips = ist_rendezvous_trips(f);
+        ist_sched_msg(&s, 0, 0, 2, rndv[i].bytes, rndv[i].flags);
+        double want = 5000 + 2 + rndv[i].bytes * 0.01 + rndv[i].waits * 5000;
+        CHECK(near(ist_sched_time(&s, &p, &l), want), "rendezvous %s %ld B flags %d: %g, want %g",
+              rndv[i].f == IST_MPI_MPICH ? "mpich" : "openmpi", rndv[i].bytes, rndv[i].flags,
+              ist_sched_time(&s, &p, &l), want);
+        ist_sched_free(&s);
+    }
 }
 
 /* the 4 rule sets: Open MPI and MPICH, blocking and nonblocking */
@@ -298,6 +328,13 @@ static void choices(void)
     struct ist_mpi mpich = {IST_MPI_MPICH, 0}, openmpi = {IST_MPI_OPENMPI, 0};
     CHECK(chosen(IST_COLL_ALLTOALL, 8, mpich, &far, &l)[0] == 'o', "MPICH alltoall");
     CHECK(chosen(IST_COLL_ALLTOALL, 8, openmpi, &far, &l)[0] == 'n', "Open MPI alltoall");
+    /* a v-form is costed by its own rules: MPICH's Gatherv is linear (only the root knows
+     * the counts), its Gather a binomial tree */
+    struct ist_choice c;
+    ist_coll_choose(IST_COLL_GATHERV, 1024, mpich, &far, &l, &c);
+    CHECK(strcmp(c.c[0].name, "native (linear)") == 0, "MPICH gatherv: %s", c.c[0].name);
+    ist_coll_choose(IST_COLL_GATHER, 1024, mpich, &far, &l, &c);
+    CHECK(strcmp(c.c[0].name, "native (binomial)") == 0, "MPICH gather: %s", c.c[0].name);
 }
 
 /* path of a temporary file holding text */
