@@ -360,10 +360,9 @@ class AppFigure:
 
     @property
     def ok(self) -> bool:
-        """Within 5%, or within the spread: the layer's best run no slower than the
-        reference's worst (the collectives grid's test)."""
-        both = self.times()
-        return both is not None and (both[0][0] / both[1][0] <= 1.05 or both[0][1] <= both[1][2])
+        """The layer's median time at most 5% above the reference's, as issue 26 words it
+        for applications (median of 3): a spread is shown beside it, never a pass."""
+        return self.ratio is not None and self.ratio <= 1.05
 
 
 def app_figures(res: dict[str, Any]) -> list[AppFigure]:
@@ -400,10 +399,10 @@ def block_apps(res: dict[str, Any]) -> str:
                      f"{f.layer['median']:.4g} ({pct(f.layer['spread'])})",
                      f"{f.ratio:.2f}", "yes" if f.ok else "**no**"])  # fmt: skip
     head = ["application", "MPI", "point", "figure", f"{ref} (spread)", "the layer (spread)",
-            f"the layer's time / {ref}'s", "within 5% or the spread"]  # fmt: skip
-    beyond = sum(f.measured and not f.ok for f in figs)
+            f"the layer's time / {ref}'s", "at most 5% above"]  # fmt: skip
+    over = sum(f.measured and not f.ok for f in figs)
     text = table(head, body, right_from=4)
-    text += f"\n{beyond} of {sum(f.measured for f in figs)} figures beyond both.\n\n"
+    text += f"\n{over} of {sum(f.measured for f in figs)} figures more than 5% above.\n\n"
     return text + made_by(res) + "\n"
 
 

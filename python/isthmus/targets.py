@@ -209,7 +209,7 @@ def _apps(res: dict[str, Any]) -> Measured:
     ratio, worst = max(figs, key=lambda x: x[0])
     return Measured(
         f"{statistics.median(r for r, _ in figs):.2f} (layer / the MPI's own, {len(figs)} figures)",
-        f"{sum(not f.ok for _, f in figs)} of {len(figs)} figures over 5% beyond the spread",
+        f"{sum(not f.ok for _, f in figs)} of {len(figs)} figures more than 5% above",
         f"{ratio:.2f} ({worst.app} {worst.figure}, {worst.where})",
         all(f.ok for _, f in figs),
     )
