@@ -14,6 +14,11 @@ An experiment is a TOML file, `experiments/<area>/<name>.toml`:
     [quick.params]
     ...
 
+A file may start from another: `extends = "<area>/<name>"` takes that experiment's file
+and lays this one's keys on it (tables merged key by key), so that variants of one
+measurement, such as a grid split by MPI to fit a working day, are written once. The
+file extended must not itself extend another.
+
 `run NAME` expands the plan into steps (one benchmark or probe run each), runs them with
 a progress bar, keeps each step's outcome in `results/.work/` so that an interrupted run
 resumes where it stopped, and writes `results/<area>/<name>.json`: the provenance header
@@ -45,7 +50,9 @@ EXPERIMENTS = paths.ROOT / "experiments"
 RESULTS = paths.ROOT / "results"
 # A kind is a runner module: python/isthmus/runners/<kind>.py
 KINDS = tuple(sorted(f.stem for f in (Path(__file__).parent / "runners").glob("[a-z]*.py")))
-TOP_KEYS = {"title", "kind", "mpis", "repetitions", "minutes", "params", "quick", "description"}
+TOP_KEYS = {
+    "title", "kind", "mpis", "repetitions", "minutes", "params", "quick", "description", "extends",
+}  # fmt: skip
 MPIS = tuple(IMPLEMENTATIONS)
 
 
@@ -62,6 +69,7 @@ class Step:
 class Experiment:
     name: str  # "<area>/<name>"
     path: Path
+    base: Path | None  # the file it extends
     title: str
     description: str
     kind: str
@@ -98,8 +106,8 @@ def all_names() -> list[str]:
     )
 
 
-def load(name: str, quick: bool = False) -> Experiment:
-    """The experiment NAME ("area/name"), checked; errors name the file and the key."""
+def _read(name: str) -> tuple[Path, dict[str, Any]]:
+    """The file of experiment NAME and its keys, checked."""
     path = EXPERIMENTS / f"{name}.toml"
     if "/" not in name or not path.is_file():
         raise UserError(
@@ -115,6 +123,24 @@ def load(name: str, quick: bool = False) -> Experiment:
         raise UserError(
             f"{path}: unknown key {unknown[0]!r}: expected {', '.join(sorted(TOP_KEYS))}"
         )
+    return path, raw
+
+
+def load(name: str, quick: bool = False) -> Experiment:
+    """The experiment NAME ("area/name"), checked; errors name the file and the key."""
+    path, raw = _read(name)
+    base = None
+    if "extends" in raw:
+        parent = raw.pop("extends")
+        if not isinstance(parent, str) or parent == name:
+            raise UserError(f"{path}: extends = {parent!r}: expected another experiment's name")
+        base, base_raw = _read(parent)
+        if "extends" in base_raw:
+            raise UserError(
+                f"{path}: extends = {parent!r}, which extends another: expected a file "
+                "that extends none"
+            )
+        raw = _merge(base_raw, raw)
     kind = raw.get("kind")
     if kind not in KINDS:
         raise UserError(f"{path}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
@@ -133,6 +159,7 @@ def load(name: str, quick: bool = False) -> Experiment:
     exp = Experiment(
         name=name,
         path=path,
+        base=base,
         title=str(raw.get("title", name)),
         description=str(raw.get("description", "")),
         kind=kind,
@@ -189,6 +216,8 @@ def run(
         "revision": provenance.revision(),
         "steps": [s.key for s in steps],
     }
+    if exp.base:
+        plan["extends_sha256"] = provenance.sha256(exp.base)
     plan_file = work / "plan.json"
     if fresh and work.exists():
         shutil.rmtree(work, ignore_errors=True)
@@ -233,6 +262,7 @@ def run(
     head = provenance.header(
         experiment=name,
         experiment_file=exp.path,
+        extends_file=exp.base,
         platforms=exp.platform_files(),
         mpis=exp.mpis,
         command=command,

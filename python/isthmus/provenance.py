@@ -110,8 +110,9 @@ def header(
     repetitions: int,
     quick: bool,
     dirty: list[str],
+    extends_file: Path | None = None,
 ) -> dict[str, Any]:
-    return {
+    head: dict[str, Any] = {
         "schema": RESULT_SCHEMA,
         "experiment": experiment,
         "revision": revision(),
@@ -129,3 +130,6 @@ def header(
         "repetitions": repetitions,
         "quick": quick,
     }
+    if extends_file:  # the file the experiment's file builds on (experiment.py: extends)
+        head["extends_file"] = {"path": relative(extends_file), "sha256": sha256(extends_file)}
+    return head

@@ -352,6 +352,9 @@ def model_errors(res: dict[str, Any], pairs: Pairs) -> dict[tuple[str, str], lis
     return errors
 
 
+MPI_NAMES = ("mpich", "openmpi")
+
+
 def block_grid(res: dict[str, Any]) -> str:
     """Issue 26's grid for one placement: per MPI and collective, the worst ratio of the
     layer's median to the MPI's own over every size and wide-area setting, whether it is
@@ -528,9 +531,10 @@ BLOCKS: dict[str, Block] = {
     "collectives/zero": Block("collectives/zero", block_zero),
     "collectives/latency-selector": Block("collectives/latency", block_selector),
     "collectives/bandwidth-selector": Block("collectives/bandwidth", block_selector),
+    # the 8-rank grids one MPI a file (experiments/collectives/grid-4x2-mpich.toml, ...)
     **{
         f"collectives/grid-{g}": Block(f"collectives/grid-{g}", block_grid)
-        for g in ("2x2", "4x2", "2x4", "2x4-rr")
+        for g in ("2x2", *(f"{lay}-{m}" for lay in ("4x2", "2x4", "2x4-rr") for m in MPI_NAMES))
     },
 }
 

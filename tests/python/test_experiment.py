@@ -92,6 +92,12 @@ def test_an_interrupted_run_resumes_from_its_steps(isthmus: Run, tmp_path: Path)
             "expected a size",
         ),
         ('kind = "coll"\n[params\n', "not TOML"),
+        ('extends = "collectives/nope"\n', "no experiment 'collectives/nope'"),
+        ('extends = "test-bad/bad"\n', "extends = 'test-bad/bad': expected another"),
+        (
+            'extends = "collectives/grid-4x2-mpich"\n',
+            "which extends another: expected a file that extends none",
+        ),
     ],
 )
 def test_a_bad_experiment_file_is_one_line_and_exit_2(
@@ -107,6 +113,20 @@ def test_a_bad_experiment_file_is_one_line_and_exit_2(
     assert done.returncode == 2
     assert message in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_a_file_that_extends_another_changes_only_what_it_names() -> None:
+    base, split = (
+        experiment.load("collectives/grid-2x2"),
+        experiment.load("collectives/grid-4x2-openmpi"),
+    )
+    assert split.base == base.path and split.mpis == ["openmpi"]
+    assert split.params["platform"] == "examples/platforms/das-4x2.toml"
+    assert {k: v for k, v in split.params.items() if k != "platform"} == {
+        k: v for k, v in base.params.items() if k != "platform"
+    }
+    quick = experiment.load("collectives/grid-4x2-openmpi", quick=True)
+    assert quick.params["cases"] == [{"name": "openmpi", "mpi": "openmpi"}]
 
 
 def test_an_unknown_experiment_names_the_known_ones(isthmus: Run) -> None:
