@@ -319,12 +319,10 @@ def entry_pairs(res: dict[str, Any], by: str = "mpi") -> Pairs:
 
 def ran(choice: Choice, algorithm: str | None) -> Candidate:
     """The candidate the layer ran: as its selector logged it when the results recorded it
-    ("ours": a v-form's single way through the hierarchical algorithm, the best of ours but
-    the linear one, which a v-form's log names), else the model's choice now."""
+    ("ours": the best of ours, for a v-form's single way), else the model's choice now."""
     cs = choice.candidates
     if algorithm == "ours":
-        hier = [c for c in cs if not c.native and c.name != "linear in eager segments"]
-        return min(hier, key=lambda c: c.predicted_us)
+        return min((c for c in cs if not c.native), key=lambda c: c.predicted_us)
     if algorithm == "native":
         return next(c for c in cs if c.native)
     named = algorithm if any(c.name == algorithm for c in cs) else choice.chosen

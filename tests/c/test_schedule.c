@@ -335,21 +335,6 @@ static void choices(void)
     CHECK(strcmp(c.c[0].name, "native (linear)") == 0, "MPICH gatherv: %s", c.c[0].name);
     ist_coll_choose(IST_COLL_GATHER, 1024, mpich, &far, &l, &c);
     CHECK(strcmp(c.c[0].name, "native (binomial)") == 0, "MPICH gather: %s", c.c[0].name);
-    /* the linear algorithm in eager segments is MPICH's linear v-forms without their
-     * rendezvous: never costed above them, and well below once a block needs it */
-    for (int v = 0; v < 2; v++)
-        for (long b = 8; b <= 1L << 20; b *= 2) {
-            enum ist_coll_id id = v ? IST_COLL_SCATTERV : IST_COLL_GATHERV;
-            ist_coll_choose(id, b, mpich, &far, &l, &c);
-            double linear = -1;
-            for (int i = 0; i < c.n; i++)
-                if (strcmp(c.c[i].name, "linear in eager segments") == 0) linear = c.c[i].time_us;
-            CHECK(linear > 0 && linear <= c.c[0].time_us * (1 + 1e-9), "%s %ld: linear %g, native %g",
-                  ist_coll_names[id], b, linear, c.c[0].time_us);
-            if (b >= 32768)
-                CHECK(linear < 0.9 * c.c[0].time_us, "%s %ld: linear %g, native %g",
-                      ist_coll_names[id], b, linear, c.c[0].time_us);
-        }
 }
 
 /* path of a temporary file holding text */
