@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from . import atomic, bounds, paths, provenance, records
 from . import platform as platform_mod
 from .errors import UserError
+from .experiment import all_names
 from .units import parse_duration
 
 if TYPE_CHECKING:
@@ -352,9 +353,6 @@ def model_errors(res: dict[str, Any], pairs: Pairs) -> dict[tuple[str, str], lis
     return errors
 
 
-MPI_NAMES = ("mpich", "openmpi")
-
-
 def block_grid(res: dict[str, Any]) -> str:
     """Issue 26's grid for one placement: per MPI and collective, the worst ratio of the
     layer's median to the MPI's own over every size and wide-area setting, whether it is
@@ -531,11 +529,8 @@ BLOCKS: dict[str, Block] = {
     "collectives/zero": Block("collectives/zero", block_zero),
     "collectives/latency-selector": Block("collectives/latency", block_selector),
     "collectives/bandwidth-selector": Block("collectives/bandwidth", block_selector),
-    # the 8-rank grids one MPI a file (experiments/collectives/grid-4x2-mpich.toml, ...)
-    **{
-        f"collectives/grid-{g}": Block(f"collectives/grid-{g}", block_grid)
-        for g in ("2x2", *(f"{lay}-{m}" for lay in ("4x2", "2x4", "2x4-rr") for m in MPI_NAMES))
-    },
+    # every grid experiment there is (grid-2x2; the 8-rank ones one MPI a file)
+    **{n: Block(n, block_grid) for n in all_names() if n.startswith("collectives/grid-")},
 }
 
 
