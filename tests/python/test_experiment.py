@@ -122,8 +122,10 @@ def test_a_file_that_extends_another_changes_only_what_it_names() -> None:
     )
     assert split.base == base.path and split.mpis == ["openmpi"]
     assert split.params["platform"] == "examples/platforms/das-4x2.toml"
-    assert {k: v for k, v in split.params.items() if k != "platform"} == {
-        k: v for k, v in base.params.items() if k != "platform"
+    assert split.params["set"] == [*base.params["set"], "wan.queue=1MiB"]
+    named = {"platform", "set"}
+    assert {k: v for k, v in split.params.items() if k not in named} == {
+        k: v for k, v in base.params.items() if k not in named
     }
     quick = experiment.load("collectives/grid-4x2-openmpi", quick=True)
     assert quick.params["cases"] == [{"name": "openmpi", "mpi": "openmpi"}]
@@ -319,3 +321,37 @@ def test_the_grid_records_what_the_layer_ran_and_the_model_is_judged_on_it() -> 
     assert render.ran(choice, "native").name == "native (linear)"
     assert render.ran(choice, "ours").name == "aggregated"
     assert render.ran(choice, None).name == "aggregated"  # not recorded: the model's choice
+
+
+def test_still_winning_is_judged_row_by_row_against_the_baseline() -> None:
+    """A row that won before must win by at least as much now; lower inside both runs'
+    spreads still fails the target, and is counted apart from lower beyond them."""
+    from isthmus import targets
+
+    def latency(speedups: dict[str, float], spread: float) -> dict[str, object]:
+        rows = []
+        for coll, s in speedups.items():
+            for entry, far in (("mpi", 10_000.0), ("native", 10_000.0 * s)):
+                for lat, t in (("10ms", far), ("0", 100.0)):
+                    rows.append(
+                        {"case": "mpich, sleeping, block", "mpi": "mpich", "collective": coll,
+                         "entry": entry, "point": {"wan.latency": lat}, "median_us": t,
+                         "spread": spread}
+                    )  # fmt: skip
+        return {"header": {"experiment": "collectives/latency"}, "rows": rows}
+
+    before = latency({"barrier": 3.0, "bcast": 2.0, "allreduce": 0.8}, 0.05)
+    same = targets._still_wins(
+        latency({"barrier": 3.0, "bcast": 2.5, "allreduce": 0.5}, 0.05), before
+    )
+    assert same.met and same.spread.startswith("0 of 2 rows lower")  # allreduce never won
+    noisy = targets._still_wins(
+        latency({"barrier": 2.9, "bcast": 2.0, "allreduce": 1}, 0.05), before
+    )
+    assert not noisy.met and noisy.spread == "1 of 2 rows lower, 0 beyond both runs' spreads"
+    worse = targets._still_wins(
+        latency({"barrier": 2.0, "bcast": 2.0, "allreduce": 1}, 0.05), before
+    )
+    assert not worse.met and worse.spread == "1 of 2 rows lower, 1 beyond both runs' spreads"
+    assert worse.worst.startswith("2.00x, was 3.00x (mpich, sleeping, block, barrier")
+    assert not targets._still_wins(latency({"barrier": 3.0}, 0), None).met
