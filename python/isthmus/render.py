@@ -17,6 +17,7 @@ Each table is one function of BLOCKS; the performance table (targets.py) is one 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import statistics
@@ -51,6 +52,16 @@ def load_result(name: str) -> dict[str, Any] | None:
     if not path.exists() or is_legacy(path):
         return None
     return records.read_result(path)
+
+
+def load_result_at(name: str, rev: str) -> dict[str, Any] | None:
+    """The results file of experiment NAME as commit `rev` had it (None if it had none)."""
+    text = provenance.file_at(rev, f"results/{name}.json")
+    if text is None:
+        return None
+    data: dict[str, Any] = json.loads(text)
+    records.check(data, "result", f"results/{name}.json at {rev}")
+    return data
 
 
 def is_legacy(path: Path) -> bool:
@@ -320,10 +331,12 @@ def entry_pairs(res: dict[str, Any], by: str = "mpi") -> Pairs:
 
 def ran(choice: Choice, algorithm: str | None) -> Candidate:
     """The candidate the layer ran: as its selector logged it when the results recorded it
-    ("ours": the best of ours, for a v-form's single way), else the model's choice now."""
+    ("ours": a v-form's single way through the hierarchical algorithm, the best of ours but
+    the linear one, which a v-form's log names), else the model's choice now."""
     cs = choice.candidates
     if algorithm == "ours":
-        return min((c for c in cs if not c.native), key=lambda c: c.predicted_us)
+        hier = [c for c in cs if not c.native and c.name != "linear in eager segments"]
+        return min(hier, key=lambda c: c.predicted_us)
     if algorithm == "native":
         return next(c for c in cs if c.native)
     named = algorithm if any(c.name == algorithm for c in cs) else choice.chosen

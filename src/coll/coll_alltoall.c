@@ -21,7 +21,7 @@
 #include "hier.h"
 
 #define TAG_ALLTOALL 7008
-#define TAG_ALLTOALL_DIRECT 7009
+#define TAG_ALLTOALL_DIRECT 7011
 
 /* The q-th int of a header inside a byte buffer (headers need not be aligned). */
 static int header_at(const char *p, long q)

@@ -6,7 +6,9 @@
  *
  * Chosen (coll_cost.h) when the model predicts it faster than the MPI's own gather; cost
  * about one wide-area latency plus the remote clusters' bytes at the WAN gap, against the
- * MPI's binomial tree whose wide-area steps can follow one another. */
+ * MPI's binomial tree whose wide-area steps can follow one another.
+ * Where the linear algorithm in eager segments (coll_linear.c) is chosen instead, it runs
+ * in this call's place (h->way). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +101,8 @@ int ist_hier_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
         IST_COLL_GATHER, comm,
         sendbuf == MPI_IN_PLACE ? ist_type_bytes(recvcount, recvtype) : ist_type_bytes(sendcount, sendtype));
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_GATHER, "cluster gather, one message per cluster to the root");
+    ist_hier_log(h, IST_COLL_GATHER, "%s",
+                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight to the root" : "cluster gather, one message per cluster to the root");
     struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
     if (h->rank == root) {
         recv = malloc((size_t)h->size * sizeof *recv);
@@ -107,7 +110,7 @@ int ist_hier_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
         for (int r = 0; r < h->size; r++)
             recv[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)r * recvcount * ext, recvcount, recvtype};
     }
-    int rc = gather_blocks(h, sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine, root, recv);
+    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_gather : gather_blocks)(h, sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine, root, recv);
     free(recv);
     return ist_hier_leave(rc);
 }
@@ -119,7 +122,8 @@ int ist_hier_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_GATHERV, comm, IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(sendcount, sendtype)));
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_GATHERV, "cluster gather, one message per cluster to the root");
+    ist_hier_log(h, IST_COLL_GATHERV, "%s",
+                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight to the root" : "cluster gather, one message per cluster to the root");
     struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
     if (h->rank == root) {
         recv = malloc((size_t)h->size * sizeof *recv);
@@ -127,7 +131,7 @@ int ist_hier_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
         for (int r = 0; r < h->size; r++)
             recv[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)displs[r] * ext, recvcounts[r], recvtype};
     }
-    int rc = gather_blocks(h, sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine, root, recv);
+    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_gather : gather_blocks)(h, sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine, root, recv);
     free(recv);
     return ist_hier_leave(rc);
 }

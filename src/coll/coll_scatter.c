@@ -4,7 +4,9 @@
  * its own. One wide-area latency, every block crosses one link once.
  *
  * Chosen (coll_cost.h) when the model predicts it faster than the MPI's own scatter; cost
- * about one wide-area latency plus the remote clusters' bytes at the WAN gap. */
+ * about one wide-area latency plus the remote clusters' bytes at the WAN gap.
+ * Where the linear algorithm in eager segments (coll_linear.c) is chosen instead, it runs
+ * in this call's place (h->way). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,7 +94,8 @@ int ist_hier_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
         IST_COLL_SCATTER, comm,
         recvbuf == MPI_IN_PLACE ? ist_type_bytes(sendcount, sendtype) : ist_type_bytes(recvcount, recvtype));
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_SCATTER, "one message per cluster from the root, cluster scatter");
+    ist_hier_log(h, IST_COLL_SCATTER, "%s",
+                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight from the root" : "one message per cluster from the root, cluster scatter");
     struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
     if (h->rank == root) {
         send = malloc((size_t)h->size * sizeof *send);
@@ -100,7 +103,7 @@ int ist_hier_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
         for (int r = 0; r < h->size; r++)
             send[r] = (struct ist_block){(const char *)sendbuf + (MPI_Aint)r * sendcount * ext, sendcount, sendtype};
     }
-    int rc = scatter_blocks(h, send, root, recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine);
+    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_scatter : scatter_blocks)(h, send, root, recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine);
     free(send);
     return ist_hier_leave(rc);
 }
@@ -112,7 +115,8 @@ int ist_hier_Scatterv(const void *sendbuf, const int sendcounts[], const int dis
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_SCATTERV, comm, IST_BYTES_LOCAL(recvbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(recvcount, recvtype)));
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_SCATTERV, "one message per cluster from the root, cluster scatter");
+    ist_hier_log(h, IST_COLL_SCATTERV, "%s",
+                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight from the root" : "one message per cluster from the root, cluster scatter");
     struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
     if (h->rank == root) {
         send = malloc((size_t)h->size * sizeof *send);
@@ -120,7 +124,7 @@ int ist_hier_Scatterv(const void *sendbuf, const int sendcounts[], const int dis
         for (int r = 0; r < h->size; r++)
             send[r] = (struct ist_block){(const char *)sendbuf + (MPI_Aint)displs[r] * ext, sendcounts[r], sendtype};
     }
-    int rc = scatter_blocks(h, send, root, recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine);
+    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_scatter : scatter_blocks)(h, send, root, recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine);
     free(send);
     return ist_hier_leave(rc);
 }

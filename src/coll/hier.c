@@ -290,10 +290,15 @@ static struct ist_hier *lookup(MPI_Comm comm)
  * communicator is too large to cost). */
 struct prediction {
     double ours, native; /* microseconds: our best algorithm, the MPI's own */
-    int pick;            /* 1: ours */
+    double hier, linear; /* ours: the hierarchical one; gather's and scatter's linear one
+                          * in eager segments (1e300: none) */
+    int pick;            /* an enum ist_way */
     char name[40];       /* of the one picked */
     int measured;        /* from a tuning file's rule */
 };
+
+/* A candidate's name in coll_choose.c: the linear algorithm in eager segments. */
+static int is_linear(const char *name) { return strncmp(name, "linear in eager", 15) == 0; }
 
 static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct prediction *p)
 {
@@ -301,7 +306,8 @@ static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct
     const struct ist_tuning_rule *rule =
         ist_tuning_find(&tuning, mpi, h->size, h->nclusters, id, bytes);
     if (rule) {
-        *p = (struct prediction){rule->ours_us, rule->native_us, rule->ours, "", 1};
+        *p = (struct prediction){rule->ours_us, rule->native_us, rule->ours_us, 1e300,
+                                 rule->ours ? IST_WAY_HIER : IST_WAY_NATIVE, "", 1};
         snprintf(p->name, sizeof p->name, "%s", rule->ours ? "ours" : "native");
         return 1;
     }
@@ -310,21 +316,25 @@ static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct
     struct ist_choice c;
     ist_coll_choose(id, bytes, mpi, &model, &l, &c);
     if (c.n == 0) return 0;
-    *p = (struct prediction){1e300, 1e300, !c.c[c.best].native, "", 0};
+    *p = (struct prediction){1e300, 1e300, 1e300, 1e300,
+                             c.c[c.best].native ? IST_WAY_NATIVE
+                             : is_linear(c.c[c.best].name) ? IST_WAY_LINEAR : IST_WAY_HIER,
+                             "", 0};
     memcpy(p->name, c.c[c.best].name, sizeof p->name);
     for (int i = 0; i < c.n; i++) {
         double *t = c.c[i].native ? &p->native : &p->ours;
         if (c.c[i].time_us < *t) *t = c.c[i].time_us;
+        if (!c.c[i].native) *(is_linear(c.c[i].name) ? &p->linear : &p->hier) = c.c[i].time_us;
     }
     return 1;
 }
 
-/* Ours (1) or the MPI's (0) for id at bytes on h, without the cache. Every rank decides
+/* Which way (enum ist_way) for id at bytes on h, without the cache. Every rank decides
  * from the same figures. */
 static int decide(struct ist_hier *h, enum ist_coll_id id, long bytes)
 {
     struct prediction p;
-    if (!predicted(h, id, bytes, &p)) return wan_pays;
+    if (!predicted(h, id, bytes, &p)) return wan_pays ? IST_WAY_HIER : IST_WAY_NATIVE;
     if (log_choices && h->rank == 0)
         fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, %s: "
                         "ours %.0f us, native %.0f us\n",
@@ -348,49 +358,61 @@ static int remembered(struct ist_hier *h, enum ist_coll_id id, long key, chooser
 }
 
 /* How a v-form decides, each rank knowing only its own counts while all must take the
- * same path: always the MPI's, always ours, or first agree on the largest mean block
- * (one small allreduce, a wide-area round trip: it doubled a small Scatterv at 2 ms). A
- * way is safe when, over the sizes users meet (8 B to 1 MiB), its predicted time is
- * nowhere more than 5% above the MPI's own; of the safe ways the one predicted fastest
- * overall (geometric mean) is taken, the MPI's own when no other is safe. */
-enum v_way { V_NATIVE, V_OURS, V_AGREE };
+ * same path: always the MPI's, always ours (the hierarchical algorithm), always the linear
+ * one in eager segments (Gatherv and Scatterv: each pair cuts by its own count), or first
+ * agree on the largest mean block (one small allreduce, a wide-area round trip: it
+ * doubled a small Scatterv at 2 ms). A way is safe when, over the sizes users meet (8 B
+ * to 1 MiB), its predicted time is nowhere more than 5% above the MPI's own; of the safe
+ * ways the one predicted fastest overall (geometric mean) is taken, the MPI's own when no
+ * other is safe. The linear way is the MPI's own pattern without its rendezvous; a way
+ * with local stages must beat it by the margin the MPI's own keeps per size
+ * (IST_NATIVE_MARGIN): on grid-2x2 at 10 ms, Open MPI's Scatterv and Gatherv ran ours
+ * slower than the MPI's own at small blocks, where the model had the two level. */
+enum v_way { V_NATIVE, V_OURS, V_AGREE, V_LINEAR, V_WAYS };
 #define V_POLICY_KEY (-1L - (1L << 62))
 
 static int v_way(struct ist_hier *h, enum ist_coll_id id, long unused)
 {
     (void)unused;
-    double agree = 0, logsum[3] = {0}, worst[3] = {0};
+    double agree = 0, logsum[V_WAYS] = {0}, worst[V_WAYS] = {0};
     struct prediction p;
     if (predicted(h, IST_COLL_ALLREDUCE, (long)sizeof(long), &p)) agree = p.native;
     int known = 0;
     for (long b = 8; b <= 1L << 20; b *= 2) {
         if (!predicted(h, id, b, &p)) continue;
         known++;
-        double o = p.ours, n = p.native, best = o < n ? o : n, t[3] = {n, o, agree + best};
-        for (int w = 0; w < 3; w++) {
+        double n = p.native, o = p.hier; /* ours: the hierarchical one */
+        double best = p.ours < n ? p.ours : n, t[V_WAYS] = {n, o, agree + best, p.linear};
+        for (int w = 0; w < V_WAYS; w++) {
             logsum[w] += log(t[w] / n);
             if (t[w] / n > worst[w]) worst[w] = t[w] / n;
         }
     }
     if (!known) return wan_pays ? V_OURS : V_NATIVE; /* as every size decides then */
-    int way = V_NATIVE;
+    int way = worst[V_LINEAR] <= 1.05 && logsum[V_LINEAR] < 0 ? V_LINEAR : V_NATIVE;
+    double against = way == V_LINEAR ? logsum[V_LINEAR] + known * log(1 - IST_NATIVE_MARGIN) : 0;
     for (int w = V_OURS; w <= V_AGREE; w++)
-        if (worst[w] <= 1.05 && logsum[w] < logsum[way]) way = w;
+        if (worst[w] <= 1.05 && logsum[w] < against && logsum[w] < logsum[way]) way = w;
     if (log_choices && h->rank == 0)
         fprintf(stderr, "isthmus: selector: %s on %d ranks: %s (worst predicted ratio to the "
-                        "MPI's own: ours %.2f, agreeing first %.2f)\n",
+                        "MPI's own: ours %.2f, agreeing first %.2f, linear %.2f)\n",
                 ist_coll_names[id], h->size,
-                way == V_NATIVE ? "the MPI's own" : way == V_OURS ? "ours" : "agree on the size",
-                worst[V_OURS], worst[V_AGREE]);
+                way == V_NATIVE   ? "the MPI's own"
+                : way == V_OURS   ? "ours"
+                : way == V_LINEAR ? "linear"
+                                  : "agree on the size",
+                worst[V_OURS], worst[V_AGREE], worst[V_LINEAR] < 1e299 ? worst[V_LINEAR] : 0.0);
     return way;
 }
 
-static int prefers_ours(struct ist_hier *h, enum ist_coll_id id, long bytes)
+/* The way (enum ist_way) a call takes. */
+static int way_of(struct ist_hier *h, enum ist_coll_id id, long bytes)
 {
     if (bytes >= 0) return remembered(h, id, bytes, decide);
     switch (remembered(h, id, V_POLICY_KEY, v_way)) {
-    case V_NATIVE: return 0;
-    case V_OURS: return 1;
+    case V_NATIVE: return IST_WAY_NATIVE;
+    case V_OURS: return IST_WAY_HIER;
+    case V_LINEAR: return IST_WAY_LINEAR;
     default: break;
     }
     long mine = IST_BYTES_LOCAL(bytes), agreed = 0;
@@ -402,12 +424,15 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
 {
     if (!ist_hier_enabled || ist_in_hier || disabled[id] || comm == MPI_COMM_NULL) return NULL;
     if (strcmp(forced[id], "native") == 0) return NULL;
-    int choose = !forced[id][0] && !select_always;
+    int choose = !forced[id][0] && !select_always, way = IST_WAY_HIER;
     /* a WAN no slower than the LAN and nothing measured: no hierarchy is even built */
     if (choose && !wan_pays && tuning.n == 0) return NULL;
     struct ist_hier *h = lookup(comm);
     if (h->single) return NULL;
-    if (choose && !prefers_ours(h, id, bytes)) return NULL;
+    if (choose && (way = way_of(h, id, bytes)) == IST_WAY_NATIVE) return NULL;
+    /* forced, or every call ours (collectives.select = always): the hierarchical one */
+    if (!choose) way = strcmp(forced[id], "linear") == 0 ? IST_WAY_LINEAR : IST_WAY_HIER;
+    h->way = way;
     ist_in_hier = 1;
     entered_depth = ist_depth++; /* our own MPI calls pass through the wrappers unrecorded */
     return h;

@@ -29,13 +29,18 @@
  * the MPI library's own collectives. */
 #define IST_NATIVE_COMM_NAME "isthmus:native"
 
-/* The last choices between the MPI's own collective and ours on a communicator, by
- * collective and size (bytes as coll_cost.h counts them). */
+/* Which algorithm a call runs: the MPI's own, our hierarchical one (coll_<name>.c), or,
+ * for Gather, Gatherv, Scatter and Scatterv, the linear one in eager segments
+ * (coll_linear.c). */
+enum ist_way { IST_WAY_NATIVE, IST_WAY_HIER, IST_WAY_LINEAR };
+
+/* The last choices on a communicator, by collective and size (bytes as coll_cost.h
+ * counts them). */
 #define IST_DECISION_CACHE 32
 struct ist_decision {
     int id;
     long bytes;
-    int wan_aware; /* 1: our algorithm runs, 0: the MPI's */
+    int wan_aware; /* an enum ist_way */
 };
 
 /* The last broadcast shapes chosen on a communicator, by message size. */
@@ -65,6 +70,7 @@ struct ist_hier {
     int *host;           /* rank -> lowest rank on its host (the selector's layout) */
     struct ist_decision decisions[IST_DECISION_CACHE];
     int next_decision;
+    int way; /* the way of the call under way (ist_hier_enter): IST_WAY_HIER or _LINEAR */
 };
 
 /* Selector state (hier.c), from the environment at MPI_Init:
@@ -90,6 +96,15 @@ void ist_hier_finalize(void);
  * (ist_hier_leave must follow a non-NULL return). */
 #define IST_BYTES_LOCAL(b) (-1 - (b))
 struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes);
+
+/* Gather(v) and Scatter(v), linear in eager segments (coll_linear.c): the way
+ * IST_WAY_LINEAR. mine: this rank's block (NULL at a root in place); recv/send: each
+ * rank's block, at the root only. */
+struct ist_block;
+int ist_linear_gather(struct ist_hier *h, const struct ist_block *mine, int root,
+                      const struct ist_block *recv);
+int ist_linear_scatter(struct ist_hier *h, const struct ist_block *send, int root,
+                       const struct ist_block *mine);
 /* count elements of type, in bytes; the mean of counts[] (one per rank of comm) of type,
  * or of types[] (0 on an intercommunicator, which the selector leaves to the MPI). */
 long ist_type_bytes(int count, MPI_Datatype type);

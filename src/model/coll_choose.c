@@ -230,6 +230,28 @@ static double allreduce_wan_aware(long b, struct ist_mpi f, const struct cluster
     return best;
 }
 
+/* Gather and Scatter linear in eager segments (coll_linear.c): every block straight
+ * between its rank and the root, all at once, none waiting for a rendezvous up to the
+ * flood bound of its wide-area link (IST_LINEAR_FLOOD), one message above it. */
+static double linear_eager(enum ist_coll_id base, long b, struct ist_mpi f,
+                           const struct ist_plogp *p, const struct ist_layout *l)
+{
+    int *ranks = calloc((size_t)l->nclusters, sizeof *ranks);
+    for (int r = 0; r < l->size; r++) ranks[l->cluster[r]]++;
+    struct ist_sched s;
+    sched_init(&s, f);
+    for (int r = 1; r < l->size; r++) {
+        const int c = l->cluster[r];
+        const int eager = c == l->cluster[0] || ist_linear_in_segments(b, ranks[c]);
+        ist_sched_msg(&s, 0, base == IST_COLL_GATHER ? r : 0, base == IST_COLL_GATHER ? 0 : r, b,
+                      eager ? IST_MSG_EAGER : 0);
+    }
+    double t = ist_sched_time(&s, p, l);
+    ist_sched_free(&s);
+    free(ranks);
+    return t;
+}
+
 int ist_wan_pays(const struct ist_plogp *m)
 {
     const double mib = 1 << 20;
@@ -279,6 +301,8 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
             if (wan) add(out, wan, 0, ist_sched_time(&s, p, l));
             ist_sched_free(&s);
         }
+        if (base == IST_COLL_GATHER || base == IST_COLL_SCATTER)
+            add(out, "linear in eager segments", 0, linear_eager(base, bytes, f, p, l));
     }
     clusters_free(&c);
     out->best = 0;

@@ -47,6 +47,20 @@ struct ist_mpi {
  * larger message waits for the receiver's reply, one wide-area round trip). */
 #define IST_EAGER_SEGMENT (16L << 10)
 
+/* The most that the linear algorithm in eager segments (coll_linear.c) lets onto one
+ * wide-area link at once: the blocks of the ranks of one cluster, sent or received by the
+ * root all at the same time. A pair whose block times its cluster's ranks is larger moves
+ * it as one message, paced by the MPI's rendezvous, as the MPI's linear algorithm does:
+ * all in eager segments, 6 remote ranks' blocks of 256 KiB-1 MiB overran das-4x2's 256 KiB
+ * queues (8 ranks, 100 Mbit/s: up to 2x slower than the MPI's own; issue 26's notes), and
+ * a TCP connection that starts sends 10 segments at once. Both ends of a pair know its
+ * block and cluster, so they agree without a message. */
+#define IST_LINEAR_FLOOD (256L << 10)
+static inline int ist_linear_in_segments(long block, int cluster_ranks)
+{
+    return block * cluster_ranks <= IST_LINEAR_FLOOD;
+}
+
 /* Ours runs only where predicted at least this fraction faster than the MPI's own
  * (coll_choose.c says why this much). */
 #define IST_NATIVE_MARGIN 0.15

@@ -328,6 +328,13 @@ static void choices(void)
     struct ist_mpi mpich = {IST_MPI_MPICH, 0}, openmpi = {IST_MPI_OPENMPI, 0};
     CHECK(chosen(IST_COLL_ALLTOALL, 8, mpich, &far, &l)[0] == 'o', "MPICH alltoall");
     CHECK(chosen(IST_COLL_ALLTOALL, 8, openmpi, &far, &l)[0] == 'n', "Open MPI alltoall");
+    /* ... but MPICH's nonblocking form (the layer's sleeping waits) sends every block at
+     * once too (measured): the MPI's own stays */
+    struct ist_mpi mpich_nb = {IST_MPI_MPICH, 1};
+    struct ist_choice a;
+    ist_coll_choose(IST_COLL_ALLTOALL, 8, mpich_nb, &far, &l, &a);
+    CHECK(strcmp(a.c[0].name, "native (scattered)") == 0, "MPICH ialltoall: %s", a.c[0].name);
+    CHECK(chosen(IST_COLL_ALLTOALL, 8, mpich_nb, &far, &l)[0] == 'n', "MPICH ialltoall chosen");
     /* a v-form is costed by its own rules: MPICH's Gatherv is linear (only the root knows
      * the counts), its Gather a binomial tree */
     struct ist_choice c;
@@ -335,6 +342,25 @@ static void choices(void)
     CHECK(strcmp(c.c[0].name, "native (linear)") == 0, "MPICH gatherv: %s", c.c[0].name);
     ist_coll_choose(IST_COLL_GATHER, 1024, mpich, &far, &l, &c);
     CHECK(strcmp(c.c[0].name, "native (binomial)") == 0, "MPICH gather: %s", c.c[0].name);
+    /* the linear algorithm in eager segments is MPICH's linear v-forms without their
+     * rendezvous: never costed above them, well below once a block needs it, and the same
+     * once the blocks of a cluster would flood its wide-area link (one message each) */
+    for (int v = 0; v < 2; v++)
+        for (long b = 8; b <= 1L << 20; b *= 2) {
+            enum ist_coll_id id = v ? IST_COLL_SCATTERV : IST_COLL_GATHERV;
+            ist_coll_choose(id, b, mpich, &far, &l, &c);
+            double linear = -1;
+            for (int i = 0; i < c.n; i++)
+                if (strcmp(c.c[i].name, "linear in eager segments") == 0) linear = c.c[i].time_us;
+            CHECK(linear > 0 && linear <= c.c[0].time_us * (1 + 1e-9), "%s %ld: linear %g, native %g",
+                  ist_coll_names[id], b, linear, c.c[0].time_us);
+            if (b >= 32768 && ist_linear_in_segments(b, 2))
+                CHECK(linear < 0.9 * c.c[0].time_us, "%s %ld: linear %g, native %g",
+                      ist_coll_names[id], b, linear, c.c[0].time_us);
+            if (!ist_linear_in_segments(b, 2))
+                CHECK(linear >= c.c[0].time_us * (1 - 1e-9), "%s %ld: flooding, linear %g, native %g",
+                      ist_coll_names[id], b, linear, c.c[0].time_us);
+        }
 }
 
 /* path of a temporary file holding text */

@@ -66,6 +66,18 @@ def test_v_forms_choose_one_way_without_a_wide_area_agreement(isthmus: Run, mpi:
     assert "agree on the size" not in ways.values()
 
 
+def test_a_v_forms_linear_way_is_read_as_the_candidate_it_runs() -> None:
+    log = [
+        "isthmus: selector: gatherv on 4 ranks: linear (worst predicted ratio to the MPI's "
+        "own: ours 1.02, agreeing first 3.10, linear 1.00)",
+        "isthmus: selector: scatterv on 4 ranks: ours (worst predicted ratio ...)",
+    ]
+    assert algorithms(log) == {
+        ("gatherv", 0): "linear in eager segments",
+        ("scatterv", 0): "ours",
+    }
+
+
 @pytest.mark.parametrize(
     ("platform", "sets", "coll", "size", "expected"),
     [

@@ -53,8 +53,9 @@ def test_two_clusters_match_native(
     ("mpi", "sets"),
     [
         # 4 clusters of 2 with small segments (broadcast, Allreduce's split exchange in
-        # pieces of 4), Allreduce's split and the all-to-alls' direct algorithm forced;
-        # uneven clusters (3, 1, 2, 2) placed round-robin, Allreduce's split too
+        # pieces of 4), Allreduce's split, the all-to-alls' direct algorithm and the
+        # gathers' and scatters' linear one in eager segments forced; uneven clusters
+        # (3, 1, 2, 2) placed round-robin, Allreduce's split and two linear ones too
         (
             "mpich",
             (
@@ -65,6 +66,10 @@ def test_two_clusters_match_native(
                 *("--set", "collectives.algorithm.alltoall=direct"),
                 *("--set", "collectives.algorithm.alltoallv=direct"),
                 *("--set", "collectives.algorithm.alltoallw=direct"),
+                *("--set", "collectives.algorithm.gather=linear"),
+                *("--set", "collectives.algorithm.gatherv=linear"),
+                *("--set", "collectives.algorithm.scatter=linear"),
+                *("--set", "collectives.algorithm.scatterv=linear"),
             ),
         ),
         (
@@ -72,6 +77,8 @@ def test_two_clusters_match_native(
             (
                 *("--set", "collectives.segment=1000B"),
                 *("--set", "collectives.algorithm.allreduce=split"),
+                *("--set", "collectives.algorithm.gatherv=linear"),
+                *("--set", "collectives.algorithm.scatter=linear"),
                 "--set",
                 "clusters.ams.hosts=3",
                 "--set",

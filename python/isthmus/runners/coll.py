@@ -153,20 +153,23 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
 
 SELECTED = re.compile(r"isthmus: selector: (\w+) of (\d+) B on \d+ ranks in \d+ clusters: ([^,]+),")
 V_WAY = re.compile(
-    r"isthmus: selector: (\w+) on \d+ ranks: (the MPI's own|ours|agree on the size) \("
+    r"isthmus: selector: (\w+) on \d+ ranks: (the MPI's own|ours|linear|agree on the size) \("
 )
+# a v-form's way as its log names it -> the candidate's name (coll explain); "ours" stays
+V_WAY_ALGORITHM = {"the MPI's own": "native", "linear": "linear in eager segments"}
 
 
 def algorithms(log: list[str]) -> dict[tuple[str, int], str]:
     """(collective, bytes) -> what the layer ran on MPI_COMM_WORLD, from its selector's log
     (collectives.log): a candidate's name as `isthmus coll explain` gives it; for a v-form
-    that takes one way for every size, "ours" or "native" under the size 0."""
+    that takes one way for every size, "ours" (the hierarchical algorithm), "native" or
+    the linear one's name under the size 0."""
     out: dict[tuple[str, int], str] = {}
     for line in log:
         if m := SELECTED.match(line):
             out.setdefault((m[1], int(m[2])), m[3])
         elif m := V_WAY.match(line):
-            out.setdefault((m[1], 0), {"the MPI's own": "native"}.get(m[2], m[2]))
+            out.setdefault((m[1], 0), V_WAY_ALGORITHM.get(m[2], m[2]))
     return out
 
 
