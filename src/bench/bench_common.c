@@ -14,7 +14,8 @@ static void usage(const char *name, const char *bad)
     if (rank == 0)
         fprintf(stderr,
                 "%s: bad option '%s'; expected --min-size B, --max-size B, --seconds-per-size S, "
-                "--iterations N, --warmup N, --peer RANK, --perturbation B, --collectives LIST, "
+                "--iterations N, --warmup N, --peer RANK, --pairs N, --perturbation B, "
+                "--collectives LIST, "
                 "--precision FRACTION, --params FILE, --entries mpi,native\n",
                 name, bad);
     MPI_Finalize();
@@ -34,6 +35,7 @@ void bench_parse(int argc, char **argv, const char *name, struct bench_options *
         else if (strcmp(a, "--iterations") == 0) o->iterations = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--warmup") == 0) o->warmup = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--peer") == 0) o->peer = (int)strtol(v, &end, 10);
+        else if (strcmp(a, "--pairs") == 0) o->pairs = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--perturbation") == 0) o->perturbation = (int)strtol(v, &end, 10);
         else if (strcmp(a, "--precision") == 0) o->precision = strtod(v, &end);
         else if (strcmp(a, "--collectives") == 0 || strcmp(a, "--params") == 0 ||
@@ -50,8 +52,10 @@ void bench_parse(int argc, char **argv, const char *name, struct bench_options *
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (o->min_size < 0 || o->max_size < o->min_size || o->seconds_per_size <= 0 ||
         o->iterations < 1 || o->warmup < 0 || o->perturbation < 0 || o->precision < 0 ||
-        o->peer < (strcmp(name, "logp") == 0 ? 0 : 1) || o->peer >= size)
-        usage(name, "(a value out of range; --peer must name another rank)");
+        o->peer < (strcmp(name, "logp") == 0 ? 0 : 1) || o->peer >= size || o->pairs < 0 ||
+        o->pairs > size / 2)
+        usage(name, "(a value out of range; --peer must name another rank, --pairs at most "
+                    "half the ranks)");
     if (strcmp(o->entries, "mpi") != 0 && strcmp(o->entries, "native") != 0 &&
         strcmp(o->entries, "mpi,native") != 0 && strcmp(o->entries, "native,mpi") != 0)
         usage(name, o->entries);
@@ -140,10 +144,10 @@ void bench_header(const char *name, int argc, char **argv, const struct bench_op
         json_text(argv[i]);
     }
     printf("], \"options\": {\"min_size\": %ld, \"max_size\": %ld, \"seconds_per_size\": %g, "
-           "\"iterations\": %d, \"warmup\": %d, \"peer\": %d, \"perturbation\": %d, "
-           "\"precision\": %g}, \"placement\": [",
+           "\"iterations\": %d, \"warmup\": %d, \"peer\": %d, \"pairs\": %d, "
+           "\"perturbation\": %d, \"precision\": %g}, \"placement\": [",
            o->min_size, o->max_size, o->seconds_per_size, o->iterations, o->warmup, o->peer,
-           o->perturbation, o->precision);
+           o->pairs ? o->pairs : 1, o->perturbation, o->precision);
     for (int r = 0; r < size; r++) {
         char cluster[64];
         bench_cluster_of(r, cluster, sizeof cluster);

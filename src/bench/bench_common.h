@@ -12,6 +12,8 @@ struct bench_options {
     double seconds_per_size; /* time budget of one size (ping-pong) */
     int iterations, warmup;  /* fixed counts (window benchmarks, collectives) */
     int peer;                /* the rank that rank 0 measures against */
+    int pairs;               /* bw, bibw: this many pairs at once, rank i with i + size/2
+                                (1: rank 0 with peer) */
     int perturbation;        /* NetPIPE's +-bytes around each size; 0 for none */
     const char *collectives; /* comma-separated list, or "all" */
     double precision;        /* logp: stop when the 95% interval is within this fraction */

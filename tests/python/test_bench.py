@@ -111,6 +111,22 @@ def test_bandwidth_is_bounded_by_the_links(
 
 
 @pytest.mark.parametrize("mpi", MPIS)
+def test_pairs_at_once_share_the_link(isthmus: Run, tmp_path: Path, mpi: str) -> None:
+    """--pairs 2: ranks 0 and 1 (east) with 2 and 3 (west), both pairs across the one
+    100 Mbit/s WAN link each way: together they stay under it, as one pair does."""
+    header, recs = bench(
+        isthmus, tmp_path, "bibw", mpi, "--min-size", "65536", "--max-size", "65536",
+        "--iterations", "3", "--warmup", "1", "--pairs", "2",
+    )  # fmt: skip
+    assert header["options"]["pairs"] == 2 and [r["pairs"] for r in recs] == [2]
+    assert 0 < recs[0]["bandwidth_mbit"] <= 2 * 100 * 1.05, recs
+    done = isthmus(
+        "bench", "bw", "-p", TWO_CLUSTERS, "-o", tmp_path / "p.jsonl", "--", "--pairs", "3"
+    )
+    assert done.returncode == 2 and "--pairs at most half the ranks" in done.stderr
+
+
+@pytest.mark.parametrize("mpi", MPIS)
 def test_collective_latency_window(isthmus: Run, tmp_path: Path, mpi: str) -> None:
     _header, recs = bench(
         isthmus,
