@@ -52,6 +52,12 @@ def is_ancestor(rev: str) -> bool:
     return _git("merge-base", "--is-ancestor", rev, "HEAD").returncode == 0
 
 
+def file_at(rev: str, rel: str) -> str | None:
+    """The text of the checkout-relative file `rel` at commit `rev`; None if not there."""
+    done = _git("show", f"{rev}:{rel}")
+    return done.stdout if done.returncode == 0 else None
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

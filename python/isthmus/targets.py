@@ -229,6 +229,47 @@ def _model_chosen(res: dict[str, Any]) -> Measured:
     )
 
 
+def _wins(res: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Each row's speed-up of the layer over the MPI's own, with the larger spread of the
+    two entries, by a name for the row: the latency table's two speed-ups (over the MPI's
+    own sleeping and spinning) or the bandwidth table's."""
+    out = {}
+    if res["header"]["experiment"] == "collectives/latency":
+        for r in render.latency_rows(res):
+            spread = max(r["mpi"]["spread"], r["native"]["spread"])
+            for key, versus in (("speedup", "same waits"), ("speedup_plain", "spinning")):
+                if key in r:
+                    out[f"{r['case']}, {r['collective']}, vs {versus}"] = (r[key], spread)
+    else:
+        for r in render.bandwidth_rows(res, None):
+            spread = max(r["isthmus"]["spread"], r["native"]["spread"])
+            where = f"{r['mpi']}, {r['collective']} {render.size(r['bytes'])}"
+            out[where] = (r["native_over_isthmus"], spread)
+    return out
+
+
+def _still_wins(res: dict[str, Any], before: dict[str, Any] | None) -> Measured:
+    """Row by row against the same table before: where the layer won then (speed-up over
+    1), is it at least as high now? Lower beyond the spread: lower even with both runs'
+    spreads given to it."""
+    if before is None:
+        return Measured("no results at the baseline commit", "-", "-", False)
+    now, then = _wins(res), _wins(before)
+    won = [k for k in then if k in now and then[k][0] > 1]
+    rows = [(now[k][0] / then[k][0], k, now[k], then[k]) for k in won]
+    if not rows:
+        return Measured("no row won before", "-", "-", False)
+    lower = [r for r in rows if r[0] < 1]
+    beyond = [r for r in lower if r[2][0] * (1 + r[2][1]) < r[3][0] * (1 - r[3][1])]
+    worst = min(rows)
+    return Measured(
+        f"{statistics.median(r[0] for r in rows):.2f} (speed-up now / before, {len(rows)} rows)",
+        f"{len(lower)} of {len(rows)} rows lower, {len(beyond)} beyond both runs' spreads",
+        f"{worst[2][0]:.2f}x, was {worst[3][0]:.2f}x ({worst[1]})",
+        not lower,
+    )
+
+
 MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "never-slower": _never_slower,
     "model-chosen": _model_chosen,
@@ -259,6 +300,9 @@ def block() -> str:
     for t in targets:
         res = render.load_result(t["experiment"])
         measure = MEASURES.get(t["id"])
+        if "baseline" in t:
+            baseline = render.load_result_at(t["experiment"], t["baseline"])
+            measure = lambda res, before=baseline: _still_wins(res, before)  # noqa: E731
         if res is None or measure is None:
             m = Measured("not measured with `isthmus experiment` yet", "-", "-", False)
             verdict = "unknown"
