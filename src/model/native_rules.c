@@ -21,8 +21,8 @@ static int is_pof2(int n) { return n > 0 && (n & (n - 1)) == 0; }
         return name;                                                                               \
     } while (0)
 
-static const char *mpich(enum ist_coll_id id, struct ist_sched *s, int at, struct ist_group g,
-                         long bytes, int *rounds)
+static const char *mpich(struct ist_mpi f, enum ist_coll_id id, struct ist_sched *s, int at,
+                         struct ist_group g, long bytes, int *rounds)
 {
     int n = g.n;
     switch (id) {
@@ -55,7 +55,11 @@ static const char *mpich(enum ist_coll_id id, struct ist_sched *s, int at, struc
     case IST_COLL_ALLTOALLW: /* the scattered exchange at every size */
         USE("scattered", ist_s_alltoall_linear(s, at, g, bytes));
     case IST_COLL_ALLTOALL:
-        if (bytes <= 256 && n >= 8) USE("bruck", ist_s_alltoall_bruck(s, at, g, bytes));
+        /* but not the nonblocking form, which sends every block at once: on 8 ranks of
+         * das-4x2 at 2 ms, 8-256 B, "auto" took 3.4-4.1 ms, as its scattered and permuted
+         * exchanges forced (3.3-3.7), not as Bruck's forced (8.2-8.7: three rounds across) */
+        if (bytes <= 256 && n >= 8 && !f.nonblocking)
+            USE("bruck", ist_s_alltoall_bruck(s, at, g, bytes));
         if (bytes <= 32768) USE("scattered", ist_s_alltoall_linear(s, at, g, bytes));
         USE("pairwise", ist_s_alltoall_pairwise(s, at, g, bytes, 1));
     case IST_COLL_REDUCE_SCATTER:
@@ -254,13 +258,7 @@ const char *ist_native_schedule(struct ist_mpi f, enum ist_coll_id id, struct is
     *rounds = 0;
     if (g.n < 2) return "none";
     /* MPICH's nonblocking collectives follow the same thresholds (its sched "auto"), but
-     * for a small Ialltoall, which the default selection sends all at once: on 8 ranks of
-     * das-4x2 at 2 ms, 8-256 B, "auto" took 3.4-4.1 ms, as its scattered and permuted
-     * exchanges forced (3.3-3.7), not as Bruck's forced (8.2-8.7: three rounds across) */
-    if (f.flavour == IST_MPI_MPICH && f.nonblocking && id == IST_COLL_ALLTOALL && bytes <= 256) {
-        *rounds = ist_s_alltoall_linear(s, at, g, bytes);
-        return "scattered";
-    }
-    if (f.flavour == IST_MPI_MPICH) return mpich(id, s, at, g, bytes, rounds);
+     * one (mpich(): Alltoall) */
+    if (f.flavour == IST_MPI_MPICH) return mpich(f, id, s, at, g, bytes, rounds);
     return f.nonblocking ? libnbc(id, s, at, g, bytes, rounds) : openmpi(id, s, at, g, bytes, rounds);
 }
