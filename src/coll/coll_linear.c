@@ -119,14 +119,21 @@ int ist_linear_scatter(struct ist_hier *h, const struct ist_block *send, int roo
         if (r != root && off[r + 1] > off[r])
             rc = ist_pack(send[r].buf, send[r].count, send[r].type, out, off[r + 1], &pos);
     }
-    for (int k = 1; k < h->size && rc == MPI_SUCCESS; k++) { /* from root + 1 on, as the MPI's */
-        int r = (root + k) % h->size;
-        if (in_segments(h, root, r, ist_block_bytes(&send[r])))
-            rc = ist_h_isend_segments(h, out + off[r], off[r + 1] - off[r], r, TAG_LINEAR, &q);
-        else
-            rc = ist_h_isend_typed(h, send[r].buf, send[r].count, send[r].type, r, TAG_LINEAR,
-                                   ist_reqs_next(&q));
-    }
+    /* The blocks that move whole first, then the segments, each from root + 1 on as the
+     * MPI's: a whole block waits for its rendezvous, and that round trip then overlaps
+     * the segments on the root's port instead of following them (with the segments
+     * first, Scatterv of 256-512 KiB blocks on 4 clusters x 2 hosts at 0.5-2 ms took
+     * 1.07-1.09x the MPI's own; whole blocks first, 0.98-1.01x). */
+    for (int segments = 0; segments <= 1; segments++)
+        for (int k = 1; k < h->size && rc == MPI_SUCCESS; k++) {
+            int r = (root + k) % h->size;
+            if (in_segments(h, root, r, ist_block_bytes(&send[r])) != segments) continue;
+            if (segments)
+                rc = ist_h_isend_segments(h, out + off[r], off[r + 1] - off[r], r, TAG_LINEAR, &q);
+            else
+                rc = ist_h_isend_typed(h, send[r].buf, send[r].count, send[r].type, r,
+                                       TAG_LINEAR, ist_reqs_next(&q));
+        }
     if (rc == MPI_SUCCESS && mine) rc = ist_copy_block(&send[root], mine); /* mine, while they go */
     int waited = ist_reqs_wait(&q);
     free(off);

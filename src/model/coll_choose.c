@@ -240,12 +240,17 @@ static double linear_eager(enum ist_coll_id base, long b, struct ist_mpi f,
     for (int r = 0; r < l->size; r++) ranks[l->cluster[r]]++;
     struct ist_sched s;
     sched_init(&s, f);
-    for (int r = 1; r < l->size; r++) {
-        const int c = l->cluster[r];
-        const int eager = c == l->cluster[0] || ist_linear_in_segments(b, ranks[c]);
-        ist_sched_msg(&s, 0, base == IST_COLL_GATHER ? r : 0, base == IST_COLL_GATHER ? 0 : r, b,
-                      eager ? IST_MSG_EAGER : 0);
-    }
+    /* the root scatters the blocks that move whole first, then the segments, as
+     * coll_linear.c does (a gather's blocks leave from different ranks: one pass) */
+    const int passes = base == IST_COLL_SCATTER ? 2 : 1;
+    for (int pass = 0; pass < passes; pass++)
+        for (int r = 1; r < l->size; r++) {
+            const int c = l->cluster[r];
+            const int eager = c == l->cluster[0] || ist_linear_in_segments(b, ranks[c]);
+            if (passes == 2 && eager != pass) continue;
+            ist_sched_msg(&s, 0, base == IST_COLL_GATHER ? r : 0, base == IST_COLL_GATHER ? 0 : r,
+                          b, eager ? IST_MSG_EAGER : 0);
+        }
     double t = ist_sched_time(&s, p, l);
     ist_sched_free(&s);
     free(ranks);

@@ -343,8 +343,10 @@ static void choices(void)
     ist_coll_choose(IST_COLL_GATHER, 1024, mpich, &far, &l, &c);
     CHECK(strcmp(c.c[0].name, "native (binomial)") == 0, "MPICH gather: %s", c.c[0].name);
     /* the linear algorithm in eager segments is MPICH's linear v-forms without their
-     * rendezvous: never costed above them, well below once a block needs it, and the same
-     * once the blocks of a cluster would flood its wide-area link (one message each) */
+     * rendezvous: never costed above them, well below once a block needs it, and within a
+     * few percent once the blocks of a cluster would flood its wide-area link (one message
+     * each, as the MPI's; a scatter sends those first, so that their rendezvous overlaps
+     * the segments to the root's own cluster) */
     for (int v = 0; v < 2; v++)
         for (long b = 8; b <= 1L << 20; b *= 2) {
             enum ist_coll_id id = v ? IST_COLL_SCATTERV : IST_COLL_GATHERV;
@@ -358,7 +360,7 @@ static void choices(void)
                 CHECK(linear < 0.9 * c.c[0].time_us, "%s %ld: linear %g, native %g",
                       ist_coll_names[id], b, linear, c.c[0].time_us);
             if (!ist_linear_in_segments(b, 2))
-                CHECK(linear >= c.c[0].time_us * (1 - 1e-9), "%s %ld: flooding, linear %g, native %g",
+                CHECK(linear >= c.c[0].time_us * 0.95, "%s %ld: flooding, linear %g, native %g",
                       ist_coll_names[id], b, linear, c.c[0].time_us);
         }
 }
