@@ -323,6 +323,41 @@ def test_the_grid_records_what_the_layer_ran_and_the_model_is_judged_on_it() -> 
     assert render.ran(choice, None).name == "aggregated"  # not recorded: the model's choice
 
 
+def test_the_grid_counts_its_noise_where_both_entries_ran_the_same_code() -> None:
+    """Points where the layer ran the MPI's own algorithm too (named so, or passed through
+    with no record) are the control: their differences are the measurement's. The target
+    still counts every point."""
+    from isthmus import targets
+
+    def point(coll: str, algorithm: str | None, layer: list[float]) -> list[dict[str, object]]:
+        rows = []
+        for entry, calls in (("mpi", layer), ("native", [10.0, 10.0, 10.5])):
+            rows.append(
+                {"case": "mpich", "mpi": "mpich", "collective": coll, "bytes": 8,
+                 "entry": entry, "point": {"wan.latency": "2ms"}, "median_us": calls[1],
+                 "calls_min_us": min(calls), "calls_max_us": max(calls)}
+            )  # fmt: skip
+            if entry == "mpi" and algorithm:
+                rows[-1]["algorithm"] = algorithm
+        return rows
+
+    res = {
+        "rows": point("gather", "native (linear)", [11.0, 12.0, 13.0])  # same code, beyond
+        + point("bcast", None, [10.0, 12.0, 13.0])  # passed through, 1.2x inside the spread
+        + point("alltoall", "aggregated", [11.0, 11.0, 11.0])  # ours, beyond
+        + point("scan", "native (binomial)", [9.0, 9.0, 9.0])
+    }
+    assert render.control(res, render.entry_pairs(res)) == render.Control(3, 2, 1)
+    m = targets._never_slower(res)
+    assert not m.met
+    assert m.spread == (
+        "2 of 4 points over 5% beyond the spread (1 of 3 with the MPI's own in both entries)"
+    )
+    for r in res["rows"]:
+        r.pop("algorithm", None)
+    assert render.control(res, render.entry_pairs(res)) is None  # nothing recorded
+
+
 def test_still_winning_is_judged_row_by_row_against_the_baseline() -> None:
     """A row that won before must win by at least as much now; lower inside both runs'
     spreads still fails the target, and is counted apart from lower beyond them."""
