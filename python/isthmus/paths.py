@@ -30,6 +30,10 @@ def exec_wrapper() -> Path:
     return _built(build_dir() / "bin" / "isthmus-exec")
 
 
+def forwarder() -> Path:
+    return _built(build_dir() / "bin" / "isthmus-forward")
+
+
 def router() -> Path:
     return _built(build_dir() / "bin" / "isthmus-router")
 

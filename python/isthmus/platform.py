@@ -432,7 +432,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
                 zname,
                 joined,
                 r.integer(t, key, "hosts", 1, 1),
-                r.integer(t, key, "ranks_per_host", 1, 1),
+                r.integer(t, key, "ranks_per_host", 0, 0),  # the hosts forward; ranks: issue 20
                 zlink,
             )
         )

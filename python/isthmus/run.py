@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from . import __version__, mpi, net, paths, records, rootless, signals
+from . import __version__, mpi, net, paths, records, rootless, signals, zipper
 from .errors import UserError
 from .platform import Platform
 
@@ -279,20 +279,157 @@ def launch(
     return (128 - rc if rc < 0 else rc), None
 
 
+@dataclass
+class Process:
+    """One process of a zipped run: a site's launcher or a forwarder."""
+
+    what: str  # for messages: "the launcher of site left" or "the forwarder on gate0"
+    cmd: list[str]
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+
+
+def launch_all(
+    launchers: list[Process],
+    forwarders: list[Process],
+    timeout: float | None,
+    alive: Callable[[], bool] | None,
+    stdout: IO[bytes] | None,
+) -> tuple[int, str | None]:
+    """Run the forwarders and the sites' launchers, each in its own process group, until
+    every launcher has ended; the first that fails (a launcher or forwarder that exits
+    other than 0) stops all the others at once. Returns (exit code, why it was stopped:
+    None, "timeout", "network", or the message naming the process that failed first)."""
+    every = forwarders + launchers
+    for p in every:
+        p.proc = subprocess.Popen(
+            p.cmd, env=p.env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
+        )
+    received: list[int] = []
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        for p in launchers:
+            with contextlib.suppress(ProcessLookupError):
+                assert p.proc is not None
+                p.proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in signals.STOPPING}
+    stopped: str | None = None
+    failed: Process | None = None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while any(p.proc is not None and p.proc.poll() is None for p in launchers):
+            time.sleep(0.1)
+            failed = next(
+                (p for p in every if p.proc is not None and p.proc.poll() not in (None, 0)), None
+            )
+            if failed is not None:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                stopped = "timeout"
+                break
+            if alive is not None and not alive():
+                stopped = "network"
+                break
+        if failed is None and stopped is None:
+            # Every launcher ended well: the forwarders end once every rank has said bye.
+            end = time.monotonic() + KILL_GRACE_SECONDS
+            while time.monotonic() < end and any(
+                p.proc is not None and p.proc.poll() is None for p in forwarders
+            ):
+                time.sleep(0.05)
+            failed = next(
+                (p for p in forwarders if p.proc is not None and p.proc.poll() not in (None, 0)),
+                None,
+            )
+    finally:
+        for p in every:
+            if p.proc is not None and p.proc.poll() is None:
+                _stop(p.proc)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for p in every:
+            with contextlib.suppress(ProcessLookupError):
+                assert p.proc is not None
+                os.killpg(p.proc.pid, signal.SIGKILL)
+    if stopped == "timeout":
+        return EXIT_TIMEOUT, stopped
+    if stopped == "network":
+        return EXIT_NETWORK_FAILED, stopped
+    if failed is not None:
+        assert failed.proc is not None
+        rc = failed.proc.returncode
+        return (128 - rc if rc < 0 else rc), f"{failed.what} ended with status {rc}"
+    if received:
+        return 128 + received[0], None
+    return 0, None
+
+
+def zipped_processes(
+    platform: Platform,
+    impl: mpi.MpiImplementation,
+    netname: str,
+    layer_env: dict[str, str],
+    argv: list[str],
+    status_dir: Path,
+) -> tuple[list[Process], list[Process]]:
+    """The sites' launchers (each inside its first host's namespace, over its own ranks'
+    namespaces) and the forwarders on the zipper hosts, of a zipped run (docs/zipper.md)."""
+    netplan = net.plan(platform)
+    zplan = zipper.plan(platform, {h.name: h.address for h in netplan.hosts if h.zipper})
+    namespaces = rank_namespaces(platform, netname)
+    nranks = len(zplan.site_of_rank)
+    forwarders = [
+        Process(
+            f"the forwarder on {f.host}",
+            [
+                "ip", "netns", "exec", net.netns_name(netname, f.host),
+                str(paths.forwarder()), "--listen", f.address, "--ranks", str(nranks),
+                "--name", f.host,
+            ],
+            dict(os.environ),
+        )
+        for f in zplan.forwarders
+    ]  # fmt: skip
+    launchers = []
+    for site, clusters in enumerate(zplan.site_clusters):
+        ranks = zplan.site_ranks(site)
+        site_status = status_dir / f"site-{site}"
+        site_status.mkdir()
+        env = {
+            **layer_env,
+            **zplan.environment(site),
+            "ISTHMUS_NETNS": ",".join(namespaces[r] for r in ranks),
+            "ISTHMUS_CLUSTERS": ",".join(
+                f"{n}:{k}" for n, k in zipper.site_blocks(platform, ranks)
+            ),
+            "ISTHMUS_STATUS_DIR": str(site_status),
+            "ISTHMUS_COLL": "native",
+        }
+        env.pop("ISTHMUS_PLOGP", None)
+        cmd = ["ip", "netns", "exec", namespaces[ranks[0]]]
+        cmd += impl.launch_command(len(ranks), sorted(env), argv)
+        launchers.append(
+            Process(f"the job of site {'+'.join(clusters)}", cmd, {**os.environ, **env})
+        )
+    return launchers, forwarders
+
+
 def first_failure(status_dir: Path) -> int | None:
     """The exit code of the rank that failed first (128+N for signal N), from the files
     isthmus-exec writes; None when every rank exited 0 or none wrote one. Ranks that failed
     before MPI_Finalize come first (the layer leaves finalizing-N when rank N enters it):
     a rank failing inside it is usually a casualty of a peer that had already gone."""
     failures = []
-    for f in status_dir.glob("rank-*"):
+    for f in status_dir.glob("**/rank-*"):  # a zipped run has one directory per site
         try:
             how, value, ns = f.read_text().split()
         except ValueError:
             continue
         code = int(value) if how == "exit" else 128 + int(value)
         if code != 0:
-            in_finalize = (status_dir / f"finalizing-{f.name[len('rank-') :]}").exists()
+            in_finalize = (f.parent / f"finalizing-{f.name[len('rank-') :]}").exists()
             failures.append((in_finalize, int(ns), code))
     return min(failures)[2] if failures else None
 
@@ -309,6 +446,17 @@ def run(req: RunRequest) -> int:
         raise UserError("no application given: isthmus run -p PLATFORM -- APP [ARGS...]")
     impl = mpi.choose(req.mpi, req.app[0])
     nranks = rank_count(req.platform, req.nranks)
+    zipped = zipper.zipped(req.platform)
+    if zipped:
+        if not (req.emulate and req.platform.emulated):
+            raise UserError(
+                f"{req.platform.path}: its clusters are joined only through zipper hosts: on "
+                "real sites start isthmus-forward and each site's job by hand (docs/zipper.md)"
+            )
+        if req.profile is not None or req.platform.layer.profile:
+            raise UserError("--profile: profiling a run across zipper hosts is not supported yet")
+        hosts = net.plan(req.platform).hosts
+        zipper.plan(req.platform, {h.name: h.address for h in hosts if h.zipper})  # refusals
     profile = req.profile
     if profile is None and req.platform.layer.profile:
         profile = Path("isthmus-profile.json")
@@ -357,9 +505,16 @@ def run(req: RunRequest) -> int:
             cmd = prefix + impl.launch_command(nranks, sorted(layer_env), argv)
             started = time.monotonic()
             with open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out:
-                rc, stopped = launch(cmd, env, req.timeout, alive, out)
+                if zipped:
+                    launchers, forwarders = zipped_processes(
+                        req.platform, impl, netname, layer_env, argv, Path(status_dir)
+                    )
+                    cmd = launchers[0].cmd
+                    rc, stopped = launch_all(launchers, forwarders, req.timeout, alive, out)
+                else:
+                    rc, stopped = launch(cmd, env, req.timeout, alive, out)
             wall = time.monotonic() - started
-            if rc != 0 and stopped is None:
+            if rc != 0 and stopped not in ("timeout", "network"):
                 rc = first_failure(Path(status_dir)) or rc
     finally:
         if own_network:
@@ -374,6 +529,8 @@ def run(req: RunRequest) -> int:
             f"isthmus: the router of network {netname} died during the run; the run was stopped",
             file=sys.stderr,
         )
+    elif stopped is not None:
+        print(f"isthmus: {stopped}; the other sites' jobs were stopped", file=sys.stderr)
 
     if profile is not None:
         if profile.exists():

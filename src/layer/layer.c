@@ -15,6 +15,7 @@
 #include "hier.h"
 #include "profiler.h"
 #include "topology.h"
+#include "zip.h"
 
 int ist_profiling;
 _Thread_local int ist_depth __attribute__((tls_model("initial-exec")));
@@ -41,8 +42,16 @@ void ist_layer_init(int provided)
     PMPI_Comm_dup(MPI_COMM_WORLD, &layer_comm);
     ist_topology_init(layer_comm);
     ist_hier_init();
+    /* Zipper forwarding (src/zip): one world over the sites' jobs. Its engine moves only
+     * inside MPI calls, so every blocking call waits by testing (and moving it); the
+     * profiler and the WAN-aware collectives see one site's job and stay off. */
+    ist_zip_init();
+    if (ist_zip_active) {
+        ist_sleep_wait = 1;
+        ist_hier_enabled = 0;
+    }
     const char *path = getenv("ISTHMUS_PROFILE");
-    if (path && *path) {
+    if (path && *path && !ist_zip_active) {
         if (ist_profiler_init(ist_world_size(), provided == MPI_THREAD_MULTIPLE) == 0) {
             profile_path = strdup(path);
             ist_profiling = 1;
@@ -73,6 +82,7 @@ void ist_layer_finalize(void)
     if (!initialized || finalized) return;
     finalized = 1;
     mark_finalizing();
+    ist_zip_finalize();
     ist_mpich_finalize_begin();
     uint64_t app_ticks = ist_ticks() - app_start_ticks;
     ist_profiling = 0;
@@ -113,9 +123,17 @@ int MPI_Init(int *argc, char ***argv)
     return rc;
 }
 
+/* Zipper forwarding's engine is not thread-safe: at most MPI_THREAD_SERIALIZED. */
+static int zip_thread_level(int required)
+{
+    const char *zip = getenv("ISTHMUS_ZIP_SITES");
+    return zip && *zip && required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
+}
+
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     if (ist_depth) return PMPI_Init_thread(argc, argv, required, provided);
+    required = zip_thread_level(required);
     uint64_t t0 = ist_ticks();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) ist_layer_init(*provided);
@@ -163,6 +181,7 @@ static void fortran_init(fortran_init_fn pmpi, MPI_Fint *ierr)
     pmpi(ierr);
     ist_depth--;
     if (*ierr == MPI_SUCCESS) ist_layer_init(MPI_THREAD_SINGLE);
+    if (ist_zip_active) ist_zip_refuse("A Fortran program", "(its calls reach the MPI past the C layer)");
     record_lifecycle(IST_FN_MPI_Init, t0);
 }
 
@@ -174,6 +193,7 @@ static void fortran_init_thread(fortran_init_thread_fn pmpi, MPI_Fint *required,
     pmpi(required, provided, ierr);
     ist_depth--;
     if (*ierr == MPI_SUCCESS) ist_layer_init((int)*provided);
+    if (ist_zip_active) ist_zip_refuse("A Fortran program", "(its calls reach the MPI past the C layer)");
     record_lifecycle(IST_FN_MPI_Init_thread, t0);
 }
 

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "layer.h"
+#include "zip.h"
 
 #define IST_SPIN_TESTS 50
 #define IST_SLEEP_MIN_NS 5000
@@ -31,14 +32,19 @@ void ist_sleep_wait_init(void)
     if (ist_sleep_wait) prctl(PR_SET_TIMERSLACK, 1000UL);
 }
 
-/* Test with `test` until it reports completion, sleeping between tests as described. */
+/* Test with `test` until it reports completion, sleeping between tests as described.
+ * Under zipper forwarding each test first moves its engine, and the sleeps end early
+ * when a forwarder sends something (ist_zip_idle). */
 #define SLEEP_UNTIL(test_call, flag)                                                      \
     do {                                                                                  \
         long ist_pause = IST_SLEEP_MIN_NS;                                                \
         for (int ist_i = 0;; ist_i++) {                                                   \
+            if (ist_zip_active) ist_zip_progress();                                       \
             int ist_rc = (test_call);                                                     \
             if (ist_rc != MPI_SUCCESS || (flag)) return ist_rc;                           \
-            if (ist_i >= IST_SPIN_TESTS) {                                                \
+            if (ist_zip_active) {                                                         \
+                ist_zip_idle(ist_i);                                                      \
+            } else if (ist_i >= IST_SPIN_TESTS) {                                         \
                 struct timespec ist_ts = {0, ist_pause};                                  \
                 nanosleep(&ist_ts, NULL);                                                 \
                 if (ist_pause < IST_SLEEP_MAX_NS) ist_pause *= 2;                         \

@@ -36,6 +36,7 @@ HELPERS = {
     "coll_threads": "coll_threads.c",
     "rtt_gate": "rtt_gate.c",
     "dist_graph_loop": "dist_graph_loop.c",
+    "zip_check": "zip_check.c",
 }
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

@@ -1,0 +1,111 @@
+"""Zipper forwarding, the plan of a run (docs/zipper.md): which clusters one launcher
+reaches (a site), which world ranks each site's job holds, and where the forwarders are.
+
+A site is a set of clusters joined by wide-area links: one native MPI job runs there,
+started by its own launcher inside the site's network. Sites reach each other only
+through zipper hosts, where `isthmus-forward` runs; the layer in every rank joins the
+sites' jobs into one MPI_COMM_WORLD (src/zip). A platform whose clusters are all joined
+by links is one site and runs as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UserError
+from .platform import Platform
+
+FORWARDER_PORT = 7300  # src/zip/zip_wire.h IST_ZIP_DEFAULT_PORT
+
+
+def sites(platform: Platform) -> list[list[str]]:
+    """The clusters of each site, in file order: the groups the wide-area links join."""
+    site_of: dict[str, int] = {}
+    out: list[list[str]] = []
+    for c in platform.clusters:
+        if c.name in site_of:
+            continue
+        site_of[c.name] = len(out)
+        members, todo = [c.name], [c.name]
+        while todo:
+            a = todo.pop()
+            for b in (x.name for x in platform.clusters):
+                linked = (a, b) in platform.wan or (b, a) in platform.wan
+                if b not in site_of and linked:
+                    site_of[b] = len(out)
+                    members.append(b)
+                    todo.append(b)
+        out.append(sorted(members, key=[x.name for x in platform.clusters].index))
+    return out
+
+
+def zipped(platform: Platform) -> bool:
+    """True when the clusters form more than one site: the run needs forwarders."""
+    return len(sites(platform)) > 1
+
+
+@dataclass(frozen=True)
+class Forwarder:
+    host: str  # the zipper host it runs on, "gate0"
+    address: str  # where ranks reach it, "198.18.3.1:7300"
+
+
+@dataclass(frozen=True)
+class ZipPlan:
+    site_clusters: list[list[str]]
+    site_of_rank: list[int]  # world rank -> site
+    forwarders: list[Forwarder]
+
+    def site_ranks(self, site: int) -> list[int]:
+        """The world ranks of a site's job, in the order of its own ranks."""
+        return [r for r, s in enumerate(self.site_of_rank) if s == site]
+
+    def environment(self, site: int) -> dict[str, str]:
+        """What the layer in a rank of this site's job reads (src/zip/zip.h)."""
+        return {
+            "ISTHMUS_ZIP_SITES": ",".join(map(str, self.site_of_rank)),
+            "ISTHMUS_ZIP_SITE": str(site),
+            "ISTHMUS_ZIP_FORWARDERS": ",".join(f.address for f in self.forwarders),
+        }
+
+
+def plan(platform: Platform, addresses: dict[str, str]) -> ZipPlan:
+    """The sites, their ranks and the forwarders of a zipped platform; addresses: the
+    emulated address of every zipper host. A one-line error for what is not carried yet."""
+    groups = sites(platform)
+    where = {name: i for i, g in enumerate(groups) for name in g}
+    for z in platform.zippers:
+        if z.ranks_per_host:
+            raise UserError(
+                f"{platform.path}: zippers.{z.name}.ranks_per_host = {z.ranks_per_host}: "
+                "ranks on zipper hosts are not supported yet (expected 0: the zipper hosts "
+                "run the forwarders)"
+            )
+        joined = {where[c] for c in z.clusters}
+        if len(joined) != len(groups):
+            raise UserError(
+                f"{platform.path}: zippers.{z.name} joins {', '.join(z.clusters)}, not every "
+                f"site ({'; '.join(', '.join(g) for g in groups)}): forwarding over more than "
+                "one zipper hop is not supported yet"
+            )
+    if platform.io is not None:
+        raise UserError(f"{platform.path}: [io] with zipper forwarding is not supported yet")
+    forwarders = [
+        Forwarder(f"{z.name}{i}", f"{addresses[f'{z.name}{i}']}:{FORWARDER_PORT}")
+        for z in platform.zippers
+        for i in range(z.hosts)
+    ]
+    return ZipPlan(groups, [where[c] for c in platform.rank_clusters()], forwarders)
+
+
+def site_blocks(platform: Platform, ranks: list[int]) -> list[tuple[str, int]]:
+    """The clusters of a site's ranks as runs (cluster, count), for ISTHMUS_CLUSTERS of
+    the site's own job."""
+    clusters = platform.rank_clusters()
+    runs: list[tuple[str, int]] = []
+    for r in ranks:
+        if runs and runs[-1][0] == clusters[r]:
+            runs[-1] = (clusters[r], runs[-1][1] + 1)
+        else:
+            runs.append((clusters[r], 1))
+    return runs

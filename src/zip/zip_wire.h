@@ -1,0 +1,34 @@
+/* The wire format between ranks and forwarders (docs/zipper.md).
+ *
+ * Every byte on a forwarder connection is a frame: this 16-byte header, then `len`
+ * payload bytes. A forwarder reads only the header: it relays DATA frames to the
+ * connection of rank `dst`, unchanged and in the order they came from each connection,
+ * so the frames of one pair of ranks stay in order. Payloads are at most
+ * IST_ZIP_FRAME_MAX bytes: a large message travels as many frames, which the forwarder
+ * passes on while later ones are still arriving (it never holds a message whole).
+ *
+ * Both ends run on the same kind of machine (the layer packs with MPI_Pack, which is
+ * homogeneous): integers are in host order. */
+#ifndef ISTHMUS_ZIP_WIRE_H
+#define ISTHMUS_ZIP_WIRE_H
+
+#include <stdint.h>
+
+#define IST_ZIP_FRAME_MAX (64 * 1024)
+#define IST_ZIP_DEFAULT_PORT 7300
+
+enum ist_zip_kind {
+    IST_ZIP_HELLO = 1, /* rank -> forwarder: I am rank `src` of a world of `dst` ranks */
+    IST_ZIP_READY = 2, /* forwarder -> rank: every rank has said hello */
+    IST_ZIP_DATA = 3,  /* rank -> rank, relayed */
+    IST_ZIP_BYE = 4,   /* rank -> forwarder: in MPI_Finalize, nothing more will come */
+};
+
+struct ist_zip_frame {
+    uint32_t kind;
+    uint32_t src; /* world rank of the sender */
+    uint32_t dst; /* world rank of the receiver */
+    uint32_t len; /* payload bytes that follow */
+};
+
+#endif

@@ -1,0 +1,367 @@
+/* One MPI_COMM_WORLD over the sites' jobs (docs/zipper.md): set-up, the communicators
+ * that span sites, and the calls that only need to know them.
+ *
+ * At MPI_Init each rank finds its world rank from its rank in its site's job and the
+ * site of every world rank (ISTHMUS_ZIP_SITES, in world order: a site's ranks are its
+ * job's ranks in the same order), connects to every forwarder, says hello and waits
+ * until the forwarders have heard from every rank of the world: MPI_Init returns on no
+ * rank before every rank of every site has started. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zip.h"
+#include "zip_engine.h"
+#include "zip_wire.h"
+
+#define CONNECT_SECONDS 60
+#define READY_SECONDS 300 /* every rank of every site must have started by then */
+#define MAX_FORWARDERS 64
+
+int ist_zip_active;
+
+static struct ist_zcomm *comms[256];
+static int ncomms;
+
+struct ist_zcomm *ist_zip_comm(MPI_Comm handle)
+{
+    for (int i = 0; i < ncomms; i++)
+        if (comms[i]->handle == handle) return comms[i];
+    return NULL;
+}
+
+void ist_zip_refuse(const char *call, const char *why)
+{
+    ist_zip_fatal("%s %s: not carried across the zipper yet (docs/zipper.md says what is)", call, why);
+}
+
+void ist_zip_native_only(MPI_Comm comm, const char *call)
+{
+    if (ist_zip_comm(comm)) ist_zip_refuse(call, "on a communicator that spans sites");
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int connect_to(const char *spec)
+{
+    char host[64];
+    const char *colon = strrchr(spec, ':');
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    if (!colon || (size_t)(colon - spec) >= sizeof host)
+        ist_zip_fatal("ISTHMUS_ZIP_FORWARDERS: %s: expected ADDRESS:PORT", spec);
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = 0;
+    a.sin_port = htons((uint16_t)atoi(colon + 1));
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        ist_zip_fatal("ISTHMUS_ZIP_FORWARDERS: %s: expected an IPv4 ADDRESS:PORT", spec);
+    double until = now() + CONNECT_SECONDS;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            return fd;
+        }
+        int err = errno;
+        if (fd >= 0) close(fd);
+        if (now() > until)
+            ist_zip_fatal("cannot reach the forwarder at %s in %d s: %s", spec, CONNECT_SECONDS,
+                          strerror(err));
+        usleep(50000);
+    }
+}
+
+static void write_all(int fd, const void *p, size_t n, const char *spec)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) ist_zip_fatal("the forwarder at %s: %s", spec, strerror(errno));
+        p = (const char *)p + w;
+        n -= (size_t)w;
+    }
+}
+
+static void wait_ready(int fd, const char *spec)
+{
+    struct ist_zip_frame h;
+    size_t got = 0;
+    double until = now() + READY_SECONDS;
+    while (got < sizeof h) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int left_ms = (int)((until - now()) * 1000);
+        if (left_ms <= 0 || poll(&p, 1, left_ms) == 0)
+            ist_zip_fatal("the forwarder at %s did not hear from every rank in %d s", spec, READY_SECONDS);
+        ssize_t n = read(fd, (char *)&h + got, sizeof h - got);
+        if (n == 0) ist_zip_fatal("the forwarder at %s closed the connection while the ranks started", spec);
+        if (n < 0 && errno != EINTR) ist_zip_fatal("the forwarder at %s: %s", spec, strerror(errno));
+        if (n > 0) got += (size_t)n;
+    }
+    if (h.kind != IST_ZIP_READY || h.len != 0)
+        ist_zip_fatal("the forwarder at %s answered with a frame of kind %u", spec, h.kind);
+}
+
+/* A communicator over comm ranks -> world ranks, with this site's members in `local`. */
+static struct ist_zcomm *new_comm(MPI_Comm handle, MPI_Comm local, uint64_t context, int size,
+                                  int rank, const int *world)
+{
+    struct ist_zcomm *c = calloc(1, sizeof *c);
+    c->handle = handle;
+    c->local = local;
+    c->context = context;
+    c->size = size;
+    c->rank = rank;
+    c->world = malloc(sizeof *c->world * (size_t)size);
+    c->local_rank = malloc(sizeof *c->local_rank * (size_t)size);
+    c->from_local = malloc(sizeof *c->from_local * (size_t)size);
+    int n = 0;
+    for (int r = 0; r < size; r++) {
+        c->world[r] = world[r];
+        c->local_rank[r] = ist_zip.site_of[world[r]] == ist_zip.site ? n : -1;
+        if (c->local_rank[r] >= 0) c->from_local[n++] = r;
+    }
+    return c;
+}
+
+static int *parse_sites(const char *text, int *n)
+{
+    int cap = 16, *out = malloc(sizeof *out * (size_t)cap);
+    *n = 0;
+    for (const char *p = text; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0) ist_zip_fatal("ISTHMUS_ZIP_SITES=%s: expected site numbers separated by commas", text);
+        if (*n == cap) out = realloc(out, sizeof *out * (size_t)(cap *= 2));
+        out[(*n)++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') ist_zip_fatal("ISTHMUS_ZIP_SITES=%s: expected site numbers separated by commas", text);
+    }
+    return out;
+}
+
+void ist_zip_init(void)
+{
+    const char *sites = getenv("ISTHMUS_ZIP_SITES");
+    if (!sites || !*sites) return;
+    ist_zip_active = 1;
+    const char *site = getenv("ISTHMUS_ZIP_SITE"), *forwarders = getenv("ISTHMUS_ZIP_FORWARDERS");
+    if (!site || !forwarders || !*forwarders)
+        ist_zip_fatal("ISTHMUS_ZIP_SITES is set without ISTHMUS_ZIP_SITE and ISTHMUS_ZIP_FORWARDERS");
+    ist_zip.site = atoi(site);
+    ist_zip.site_of = parse_sites(sites, &ist_zip.world_size);
+    ist_zip.local_of = malloc(sizeof *ist_zip.local_of * (size_t)ist_zip.world_size);
+    int native_rank, native_size, mine = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &native_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &native_size);
+    int *count = calloc((size_t)ist_zip.world_size + 1, sizeof *count);
+    ist_zip.world_rank = -1;
+    for (int w = 0; w < ist_zip.world_size; w++) {
+        int s = ist_zip.site_of[w];
+        if (s >= ist_zip.world_size) ist_zip_fatal("ISTHMUS_ZIP_SITES: site %d of %d ranks", s, ist_zip.world_size);
+        ist_zip.local_of[w] = count[s]++;
+        if (s == ist_zip.site && ist_zip.local_of[w] == native_rank) ist_zip.world_rank = w;
+    }
+    mine = count[ist_zip.site];
+    free(count);
+    if (mine != native_size)
+        ist_zip_fatal("this site's job has %d ranks, ISTHMUS_ZIP_SITES gives it %d", native_size, mine);
+
+    struct forwarder_address addrs[MAX_FORWARDERS];
+    int nf = 0;
+    char *list = strdup(forwarders), *save = NULL;
+    for (char *spec = strtok_r(list, ",", &save); spec && nf < MAX_FORWARDERS;
+         spec = strtok_r(NULL, ",", &save)) {
+        addrs[nf].fd = connect_to(spec);
+        snprintf(addrs[nf].text, sizeof addrs[nf].text, "%s", spec);
+        struct ist_zip_frame hello = {IST_ZIP_HELLO, (uint32_t)ist_zip.world_rank,
+                                      (uint32_t)ist_zip.world_size, 0};
+        write_all(addrs[nf].fd, &hello, sizeof hello, spec);
+        nf++;
+    }
+    free(list);
+    for (int i = 0; i < nf; i++) {
+        wait_ready(addrs[i].fd, addrs[i].text);
+        fcntl(addrs[i].fd, F_SETFL, fcntl(addrs[i].fd, F_GETFL) | O_NONBLOCK);
+    }
+    ist_zip_engine_start(addrs, nf);
+
+    int *identity = malloc(sizeof *identity * (size_t)ist_zip.world_size);
+    for (int w = 0; w < ist_zip.world_size; w++) identity[w] = w;
+    struct ist_zcomm *world = new_comm(MPI_COMM_WORLD, MPI_COMM_WORLD, 0, ist_zip.world_size,
+                                       ist_zip.world_rank, identity);
+    MPI_Comm coll_local;
+    PMPI_Comm_dup(MPI_COMM_WORLD, &coll_local);
+    world->coll = new_comm(MPI_COMM_NULL, coll_local, 1, ist_zip.world_size, ist_zip.world_rank, identity);
+    free(identity);
+    comms[ncomms++] = world;
+}
+
+/* Contexts of new communicators: the parent's rank 0 hands out a block from its own
+ * counter; its world rank in the high half makes them unique in the world. Even ones
+ * for the communicators, the next odd one for their collectives. */
+static uint64_t next_context = 2;
+
+int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm)
+{
+    /* Every member's (color, key), and a block of contexts, from rank 0 to all. */
+    int *all = malloc(sizeof *all * 2 * (size_t)c->size);
+    int mine[2] = {color, key};
+    int *counts = malloc(sizeof *counts * (size_t)c->size), *displs = malloc(sizeof *displs * (size_t)c->size);
+    for (int r = 0; r < c->size; r++) counts[r] = 2, displs[r] = 2 * r;
+    int rc = ist_zip_gatherv(c, mine, 2, MPI_INT, all, counts, displs, MPI_INT, 0);
+    uint64_t base = 0;
+    if (c->rank == 0) {
+        base = ((uint64_t)(ist_zip.world_rank + 1) << 32) | next_context;
+        next_context += 2 * (uint64_t)c->size;
+    }
+    if (rc == MPI_SUCCESS) rc = ist_zip_bcast(c, all, 2 * c->size, MPI_INT, 0);
+    if (rc == MPI_SUCCESS) rc = ist_zip_bcast(c, &base, 1, MPI_UINT64_T, 0);
+    free(counts);
+    free(displs);
+    MPI_Comm native;
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_split(c->local, color, key, &native);
+    if (rc != MPI_SUCCESS || color == MPI_UNDEFINED) {
+        *newcomm = MPI_COMM_NULL;
+        free(all);
+        return rc;
+    }
+    /* Members of my color by (key, rank); the color's index orders the contexts. */
+    int n = 0, sites = 0, index = 0, *members = malloc(sizeof *members * (size_t)c->size);
+    for (int r = 0; r < c->size; r++) {
+        int seen = 0;
+        for (int q = 0; q < r; q++) seen |= all[2 * q] == all[2 * r];
+        if (!seen && all[2 * r] != MPI_UNDEFINED && all[2 * r] < color) index++;
+        if (all[2 * r] == color) members[n++] = r;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort by key, then rank: stable */
+        for (int j = i; j > 0 && all[2 * members[j - 1] + 1] > all[2 * members[j] + 1]; j--) {
+            int t = members[j];
+            members[j] = members[j - 1];
+            members[j - 1] = t;
+        }
+    int me = -1, *world = malloc(sizeof *world * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        world[i] = c->world[members[i]];
+        if (members[i] == c->rank) me = i;
+        sites |= ist_zip.site_of[world[i]] != ist_zip.site ? 2 : 1;
+    }
+    free(all);
+    free(members);
+    if (sites != 3) { /* all in this site: the native communicator is the whole of it */
+        free(world);
+        *newcomm = native;
+        return MPI_SUCCESS;
+    }
+    uint64_t context = base + 2 * (uint64_t)index;
+    struct ist_zcomm *z = new_comm(native, native, context, n, me, world);
+    MPI_Comm coll_local;
+    PMPI_Comm_dup(native, &coll_local);
+    z->coll = new_comm(MPI_COMM_NULL, coll_local, context + 1, n, me, world);
+    free(world);
+    if (ncomms == (int)(sizeof comms / sizeof *comms))
+        ist_zip_refuse("MPI_Comm_split", "beyond 256 communicators that span sites");
+    comms[ncomms++] = z;
+    *newcomm = native;
+    return MPI_SUCCESS;
+}
+
+static void free_arrays(struct ist_zcomm *c)
+{
+    free(c->world);
+    free(c->local_rank);
+    free(c->from_local);
+    free(c);
+}
+
+int ist_zip_free_comm(struct ist_zcomm *c)
+{
+    if (c->handle == MPI_COMM_WORLD) return MPI_ERR_COMM;
+    for (int i = 0; i < ncomms; i++)
+        if (comms[i] == c) comms[i] = comms[--ncomms];
+    PMPI_Comm_free(&c->coll->local);
+    PMPI_Comm_free(&c->local);
+    free_arrays(c->coll);
+    free_arrays(c);
+    return MPI_SUCCESS;
+}
+
+void ist_zip_finalize(void)
+{
+    if (!ist_zip_active) return;
+    /* Everything queued leaves first (acknowledgements of synchronous sends too). */
+    for (int tries = 0; !ist_zip_engine_flushed(); tries++) {
+        ist_zip_progress();
+        ist_zip_idle(tries);
+    }
+    for (int i = 0; i < ist_zip_engine_forwarders(); i++) {
+        int fd = ist_zip_engine_fd(i);
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        ist_zip_engine_send_raw(i, IST_ZIP_BYE);
+        shutdown(fd, SHUT_WR);
+        close(fd);
+    }
+    ist_zip_active = 0;
+}
+
+/* ---- calls that need only the communicator ---------------------------------------- */
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank)
+{
+    struct ist_zcomm *c = ist_zip_active ? ist_zip_comm(comm) : NULL;
+    if (!c) return PMPI_Comm_rank(comm, rank);
+    *rank = c->rank;
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_size(MPI_Comm comm, int *size)
+{
+    struct ist_zcomm *c = ist_zip_active ? ist_zip_comm(comm) : NULL;
+    if (!c) return PMPI_Comm_size(comm, size);
+    *size = c->size;
+    return MPI_SUCCESS;
+}
+
+/* Calls on communicators the layer does not intercept otherwise: refused on a spanning
+ * communicator (the native MPI would answer for this site alone). */
+#define NATIVE_ONLY(name, params, args, comm)                       \
+    int MPI_##name params                                           \
+    {                                                               \
+        if (ist_zip_active) ist_zip_native_only(comm, "MPI_" #name); \
+        return PMPI_##name args;                                    \
+    }
+
+NATIVE_ONLY(Comm_group, (MPI_Comm comm, MPI_Group *group), (comm, group), comm)
+NATIVE_ONLY(Comm_compare, (MPI_Comm a, MPI_Comm b, int *result), (a, b, result), a)
+NATIVE_ONLY(Comm_idup, (MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request), (comm, newcomm, request), comm)
+NATIVE_ONLY(Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm), (comm, info, newcomm), comm)
+NATIVE_ONLY(Graph_create, (MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm *newcomm),
+            (comm, nnodes, index, edges, reorder, newcomm), comm)
+NATIVE_ONLY(Dist_graph_create_adjacent,
+            (MPI_Comm comm, int indegree, const int sources[], const int sourceweights[], int outdegree,
+             const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *newcomm),
+            (comm, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, newcomm), comm)
+NATIVE_ONLY(Dist_graph_create,
+            (MPI_Comm comm, int n, const int sources[], const int degrees[], const int destinations[],
+             const int weights[], MPI_Info info, int reorder, MPI_Comm *newcomm),
+            (comm, n, sources, degrees, destinations, weights, info, reorder, newcomm), comm)
+NATIVE_ONLY(Win_create, (void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win),
+            (base, size, disp_unit, info, comm, win), comm)
+NATIVE_ONLY(Win_allocate, (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win),
+            (size, disp_unit, info, comm, baseptr, win), comm)
+NATIVE_ONLY(File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh),
+            (comm, filename, amode, info, fh), comm)

@@ -1,0 +1,65 @@
+"""Zipper forwarding (docs/zipper.md): one MPI job over two clusters whose networks are
+disjoint, joined by a forwarder on the zipper host, with each MPI's own launcher per
+cluster; the semantics checks of tests/apps/zip_check.c, a rank that dies, a call not
+carried yet, and platforms the run refuses."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import MPIS, PLATFORMS, Run
+
+ZIPPER = PLATFORMS / "zipper.toml"
+
+
+def namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_semantics_across_the_forwarder(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    done = isthmus("run", "-p", ZIPPER, "--timeout", "120s", "--", apps[(mpi, "zip_check")])
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split("\n"))[1:] == [f"zip_check rank {r} of 4: ok" for r in range(4)]
+    assert "ist-run" not in namespaces()
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_rank_that_dies_ends_both_clusters(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    started = time.monotonic()
+    done = isthmus(
+        "run", "-p", ZIPPER, "--timeout", "120s", "--", apps[(mpi, "exitcode")], "3", "7"
+    )
+    assert done.returncode == 7, done.stderr
+    assert time.monotonic() - started < 30  # network up and down included; the stop: < 10 s
+    assert "rank 3 on 198.18.2.2 closed its connection" in done.stderr
+    assert "ist-run" not in namespaces()
+
+
+def test_a_call_not_carried_yet_is_named(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
+    done = isthmus(
+        "run", "-p", ZIPPER, "--timeout", "120s", "--", apps[("openmpi", "zip_check")], "refused"
+    )
+    assert done.returncode != 0
+    assert "MPI_Comm_group on a communicator that spans sites: not carried" in done.stderr
+
+
+def test_platforms_the_forwarding_refuses(isthmus: Run, tmp_path: Path) -> None:
+    ranked = tmp_path / "ranked.toml"
+    ranked.write_text(ZIPPER.read_text().replace("hosts = 1\n", "hosts = 1\nranks_per_host = 1\n"))
+    done = isthmus("run", "-p", ranked, "--", "true")
+    assert done.returncode == 2
+    assert "zippers.gate.ranks_per_host = 1: ranks on zipper hosts" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    apart = tmp_path / "apart.toml"
+    apart.write_text(ZIPPER.read_text().split("[zippers.gate]")[0])
+    done = isthmus("run", "-p", apart, "--", "true")
+    assert done.returncode == 2 and "'left' and 'right' are not joined" in done.stderr
