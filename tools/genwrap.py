@@ -41,17 +41,25 @@ HAND_WRITTEN = [("init", "MPI_Init"), ("init", "MPI_Init_thread"), ("init", "MPI
 # Blocking functions whose sleeping form is written by hand in sleep_wait.c.
 HAND_SLEEP = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Probe", "MPI_Sendrecv"}
 
-# The functions src/zip/zip_calls.c carries across forwarders: ist_zip_X(args..., int *rc)
-# returns 1 when it served the call.
+# The functions src/zip carries across forwarders (zip_calls.c, zip_persist.c):
+# ist_zip_X(args..., int *rc) returns 1 when it served the call.
 ZIP_CALLS = {
     *(f"MPI_{n}" for n in ("Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Ibsend")),
     *(f"MPI_{n}" for n in ("Irsend", "Recv", "Irecv", "Sendrecv", "Sendrecv_replace")),
     *(f"MPI_{n}" for n in ("Probe", "Iprobe", "Test", "Testall", "Testany", "Testsome")),
-    "MPI_Request_free",
+    *(f"MPI_{n}" for n in ("Wait", "Waitall", "Waitany", "Waitsome", "Request_free")),
+    *(f"MPI_{n}" for n in ("Send_init", "Ssend_init", "Bsend_init", "Rsend_init", "Recv_init")),
+    "MPI_Start",
+    "MPI_Startall",
+    *(f"MPI_{n}" for n in ("Mprobe", "Improbe", "Mrecv", "Imrecv")),
     *(f"MPI_{n}" for n in ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv")),
     *(f"MPI_{n}" for n in ("Scatter", "Scatterv", "Allgather", "Allgatherv", "Alltoall")),
     "MPI_Alltoallv",
-    *(f"MPI_{n}" for n in ("Comm_dup", "Comm_split", "Comm_free")),
+    *(f"MPI_{n}" for n in ("Alltoallw", "Reduce_scatter", "Reduce_scatter_block")),
+    "MPI_Scan",
+    "MPI_Exscan",
+    *(f"MPI_{n}" for n in ("Comm_dup", "Comm_split", "Comm_free", "Comm_create")),
+    *(f"MPI_{n}" for n in ("Comm_create_group", "Comm_split_type", "Cart_create")),
 }
 
 # How a Fortran wrapper turns a by-reference argument into the C value a recorder takes.
@@ -348,6 +356,123 @@ static inline int ist_fhier_{f.name}({fdecl}, MPI_Fint *ierr)
 """
 
 
+F2C_ANY = {
+    "MPI_Comm": "Comm",
+    "MPI_Datatype": "Type",
+    "MPI_Op": "Op",
+    "MPI_Group": "Group",
+    "MPI_Info": "Info",
+    "MPI_Win": "Win",
+    "MPI_Request": "Request",
+    "MPI_Message": "Message",
+}
+
+
+def fortran_zip_argument(f: Function, p: Param) -> tuple[list[str], str, list[str]] | None:
+    """(setup, C argument, after) for p when a Fortran call is handed to the C wrapper
+    under zipper forwarding, or None when p cannot be converted."""
+    n = f"{p.name}_f"
+    length = next((q.name for q in f.params if q.name in ("count", "incount")), None)
+    if "void" in p.ctype:
+        return [], f"ist_f2c_buffer({n})", []
+    if p.base == "int" and p.array:
+        after = []
+        if p.name == "array_of_indices":  # Fortran counts from 1
+            after = [
+                f"if (*outcount_f != MPI_UNDEFINED) for (int i = 0; i < *outcount_f; i++) {n}[i]++;"
+            ]
+        return [], f"({'const ' if 'const' in p.ctype else ''}int *){n}", after
+    if p.base == "int" and "*" in p.ctype:
+        after = [f"if (*{n} >= 0) (*{n})++;"] if p.name == "index" else []
+        return [], f"(int *){n}", after
+    if p.base == "int":
+        return [], f"(int)*{n}", []
+    if p.base == "MPI_Aint":
+        return [], f"*(MPI_Aint *){n}", []
+    if p.base == "MPI_Status" and p.array:
+        count = "*outcount_f" if f.name in ("MPI_Waitsome", "MPI_Testsome") else f"*{length}_f"
+        return (
+            [
+                f"MPI_Status *{p.name} = {n} == MPI_F_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : "
+                f"malloc(sizeof(MPI_Status) * (size_t)(*{length}_f > 0 ? *{length}_f : 1));"
+            ],
+            p.name,
+            [
+                f"if ({p.name} != MPI_STATUSES_IGNORE) {{ if ({count} != MPI_UNDEFINED) "
+                f"for (int i = 0; i < {count}; i++) PMPI_Status_c2f(&{p.name}[i], {n} + i * "
+                f"IST_F_STATUS_SIZE); free({p.name}); }}"
+            ],
+        )
+    if p.base == "MPI_Status":
+        return (
+            [
+                f"MPI_Status {p.name}_c, *{p.name} = {n} == MPI_F_STATUS_IGNORE ? "
+                f"MPI_STATUS_IGNORE : &{p.name}_c;"
+            ],
+            p.name,
+            [f"if ({p.name} != MPI_STATUS_IGNORE) PMPI_Status_c2f({p.name}, {n});"],
+        )
+    if p.base == "MPI_Datatype" and p.array:
+        return (
+            [f"MPI_Datatype *{p.name} = ist_ftypes({n}, comm_f);", f"if (!{p.name}) return 0;"],
+            p.name,
+            [f"free({p.name});"],
+        )
+    if p.base not in F2C_ANY:
+        return None
+    kind = F2C_ANY[p.base]
+    if p.array:  # requests, as many as count says
+        return (
+            [
+                f"{p.base} *{p.name} = malloc(sizeof({p.base}) * (size_t)(*{length}_f > 0 ? "
+                f"*{length}_f : 1));",
+                f"for (int i = 0; i < *{length}_f; i++) {p.name}[i] = PMPI_{kind}_f2c({n}[i]);",
+            ],
+            p.name,
+            [
+                f"for (int i = 0; i < *{length}_f; i++) {n}[i] = PMPI_{kind}_c2f({p.name}[i]);",
+                f"free({p.name});",
+            ],
+        )
+    if "*" in p.ctype:
+        return (
+            [f"{p.base} {p.name} = PMPI_{kind}_f2c(*{n});"],
+            f"&{p.name}",
+            [f"*{n} = PMPI_{kind}_c2f({p.name});"],
+        )
+    return [], f"PMPI_{kind}_f2c(*{n})", []
+
+
+def gen_fortran_zip(f: Function) -> str:
+    """Under zipper forwarding a Fortran call goes to the C wrapper, which carries it across
+    forwarders or passes it to the MPI: Open MPI's Fortran entries would call PMPI_X, past
+    the layer (MPICH's reach the C MPI_X by themselves)."""
+    fdecl = ", ".join(
+        ("void *" if "void" in p.ctype else "MPI_Fint *") + f"{p.name}_f" for p in f.params
+    )
+    parts = [fortran_zip_argument(f, p) for p in f.params]
+    if any(x is None for x in parts):
+        body = "(void)ierr;\n    return 0;"
+    else:
+        setup = [line for x in parts if x for line in x[0]]
+        after = [line for x in parts if x for line in x[2]]
+        args = ", ".join(x[1] for x in parts if x)
+        body = "\n    ".join([*setup, f"*ierr = (MPI_Fint){f.name}({args});", *after, "return 1;"])
+    unused = " ".join(f"(void){p.name}_f;" for p in f.params)
+    return f"""
+static inline int ist_fzip_{f.name}({fdecl}, MPI_Fint *ierr)
+{{
+#ifdef OPEN_MPI
+    {body}
+#else
+    (void)ierr;
+    {unused}
+    return 0;
+#endif
+}}
+"""
+
+
 def gen_fortran_wrapper(f: Function) -> str:
     lower = f.name.lower()
     fparams = [("void *" if "void" in p.ctype else "MPI_Fint *") + f"{p.name}_f" for p in f.params]
@@ -400,12 +525,14 @@ def gen_fortran_wrapper(f: Function) -> str:
         hier = gen_fortran_hier(f)
         call = f"if (!ist_fhier_{f.name}({pass_args})) pmpi({pass_args});"
     timed_call = call.replace(f"pmpi({pass_args})", f"pmpi({timed_args})")
-    return f"""{hier}
+    zip_ = gen_fortran_zip(f)
+    return f"""{hier}{zip_}
 typedef void (*ist_ftype_{f.name})({ftypes}, MPI_Fint *);
 extern void p{lower}_({ftypes}, MPI_Fint *);
 static inline void {body_name}(ist_ftype_{f.name} pmpi, const void *ist_pc, {fdecl})
 {{
     (void)ist_pc;
+    if (__builtin_expect(ist_zip_active, 0) && ist_fzip_{f.name}({pass_args})) return;
     if (IST_PASS_THROUGH()) {{ {call} return; }}
 {status_setup}    ist_depth++;
     const uint64_t ist_t0 = ist_ticks();
@@ -438,6 +565,8 @@ PREAMBLE = """/* Generated by tools/genwrap.py from src/layer/mpi_functions.txt:
 FORTRAN_PREAMBLE = """#include <stdlib.h>
 
 #ifdef OPEN_MPI
+/* A Fortran status, in integers (Open MPI's mpi.h has no MPI_F_STATUS_SIZE). */
+#define IST_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 /* Open MPI's Fortran sentinels (common blocks): MPI_IN_PLACE and MPI_BOTTOM. */
 extern int mpi_fortran_in_place_, mpi_fortran_bottom_;
 

@@ -181,7 +181,6 @@ static void fortran_init(fortran_init_fn pmpi, MPI_Fint *ierr)
     pmpi(ierr);
     ist_depth--;
     if (*ierr == MPI_SUCCESS) ist_layer_init(MPI_THREAD_SINGLE);
-    if (ist_zip_active) ist_zip_refuse("A Fortran program", "(its calls reach the MPI past the C layer)");
     record_lifecycle(IST_FN_MPI_Init, t0);
 }
 
@@ -193,7 +192,6 @@ static void fortran_init_thread(fortran_init_thread_fn pmpi, MPI_Fint *required,
     pmpi(required, provided, ierr);
     ist_depth--;
     if (*ierr == MPI_SUCCESS) ist_layer_init((int)*provided);
-    if (ist_zip_active) ist_zip_refuse("A Fortran program", "(its calls reach the MPI past the C layer)");
     record_lifecycle(IST_FN_MPI_Init_thread, t0);
 }
 

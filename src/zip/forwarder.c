@@ -154,6 +154,10 @@ static void handle_frame(struct conn *c, struct frame *f)
         if (c->rank < 0 || h.dst >= (uint32_t)nranks || !by_rank[h.dst] || hellos < nranks)
             die("frame from %s to rank %u before every rank said hello", who(c), h.dst);
         struct conn *to = by_rank[h.dst];
+        if (to->said_bye || to->fd < 0) { /* e.g. credit given back to a rank that has ended */
+            free(f);
+            return;
+        }
         enqueue(to, f);
         c->bytes_in += (long long)f->size;
         if (to->queued > queue_limit) { /* hold this sender until `to` drains */
@@ -168,6 +172,17 @@ static void handle_frame(struct conn *c, struct frame *f)
     }
 }
 
+static void drop_queue(struct conn *c)
+{
+    while (c->head) {
+        struct frame *f = c->head;
+        c->head = f->next;
+        free(f);
+    }
+    c->tail = NULL;
+    c->queued = 0;
+}
+
 static void close_conn(struct conn *c)
 {
     if (!c->said_bye)
@@ -175,6 +190,7 @@ static void close_conn(struct conn *c)
     epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     c->fd = -1;
+    drop_queue(c);
     byes_closed++;
 }
 
@@ -229,6 +245,11 @@ static void write_conn(struct conn *c)
         ssize_t w = writev(c->fd, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EINTR) return;
+            if (c->said_bye) { /* it has ended: what was left for it does not matter */
+                drop_queue(c);
+                close_conn(c);
+                return;
+            }
             die("writing to %s: %s", who(c), strerror(errno));
         }
         c->bytes_out += w;
@@ -374,7 +395,7 @@ int main(int argc, char **argv)
             struct conn *c = evs[i].data.ptr;
             if (c->fd >= 0 && (evs[i].events & EPOLLOUT)) {
                 write_conn(c);
-                resume_senders(c);
+                if (c->fd >= 0) resume_senders(c);
             }
             if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->reading)
                 read_conn(c);

@@ -32,7 +32,11 @@ struct ist_zcomm {
     int *local_rank;  /* communicator rank -> rank in `local`, or -1 in another site */
     int *from_local;  /* rank in `local` -> communicator rank */
     struct ist_zcomm *coll; /* the collectives' own: context + 1, a duplicate of local */
+    struct ist_ztopo *topo; /* a Cartesian or graph topology (zip_topo.c), or NULL */
 };
+struct ist_ztopo;
+void ist_zip_free_topo(struct ist_ztopo *t);
+struct ist_ztopo *ist_zip_copy_topo(const struct ist_ztopo *t);
 
 /* An operation under way: a send or receive, internal or the application's. */
 enum ist_zop_kind { IST_ZOP_SEND, IST_ZOP_RECV };
@@ -45,7 +49,8 @@ struct ist_zop {
     int peer, tag;          /* communicator rank (or MPI_ANY_SOURCE), tag (or MPI_ANY_TAG) */
     int done;
     MPI_Request native;     /* a native request under way, or MPI_REQUEST_NULL */
-    uint32_t sync_id;       /* a synchronous send waiting for its acknowledgement */
+    uint32_t sync_id;       /* the message id a send or receive waits on (ACK, CTS, RDATA) */
+    int rdv_peer;           /* ... and the world rank it comes from */
     /* the status, when done */
     int st_source, st_tag, st_error, cancelled;
     long long st_bytes;
@@ -67,6 +72,12 @@ void ist_zip_refuse(const char *call, const char *why) __attribute__((noreturn))
 
 /* Communicators (zip_world.c). */
 int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm);
+/* A block of `count` communicator contexts of this rank's own. */
+uint64_t ist_zip_new_contexts(int count);
+/* The communicator of n members (world ranks; me among them) over the native communicator
+ * of this site's members: registered when it spans sites; *newcomm = native either way. */
+int ist_zip_register(MPI_Comm native, uint64_t context, int n, int me, const int *world,
+                     MPI_Comm *newcomm);
 int ist_zip_free_comm(struct ist_zcomm *c);
 
 /* The engine (zip_engine.c). */
@@ -80,6 +91,13 @@ void ist_zip_progress(void);
 int ist_zip_wait_ops(int n, struct ist_zop **ops, MPI_Status *statuses);
 /* A forwarded message waiting to be received that matches: its status (no removal). */
 int ist_zip_iprobe_forwarded(struct ist_zcomm *c, int source, int tag, MPI_Status *status);
+/* Matched probes (a message handle is always the MPI's own; zip_engine.c says how). */
+int ist_zip_improbe(struct ist_zcomm *c, int source, int tag, int *flag, MPI_Message *message,
+                    MPI_Status *status);
+int ist_zip_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status,
+                  int *rc);
+int ist_zip_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
+                   MPI_Request *request, int *rc);
 void ist_zip_status_of(const struct ist_zop *op, MPI_Status *status);
 void ist_zip_free_op(struct ist_zop *op);
 /* Give op an application handle (a generalized request, completed by the engine). */
@@ -103,5 +121,13 @@ int ist_zip_scatterv(struct ist_zcomm *c, const void *sendbuf, const int sendcou
 int ist_zip_alltoallv(struct ist_zcomm *c, const void *sendbuf, const int sendcounts[],
                       const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
                       const int recvcounts[], const int rdispls[], MPI_Datatype recvtype);
+
+int ist_zip_scan(struct ist_zcomm *c, const void *sendbuf, void *recvbuf, int count,
+                 MPI_Datatype type, MPI_Op op, int exclusive);
+int ist_zip_reduce_scatter(struct ist_zcomm *c, const void *sendbuf, void *recvbuf,
+                           const int recvcounts[], MPI_Datatype type, MPI_Op op);
+int ist_zip_alltoallw(struct ist_zcomm *c, const void *sendbuf, const int sendcounts[],
+                      const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                      const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[]);
 
 #endif

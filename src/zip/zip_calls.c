@@ -3,10 +3,9 @@
  * The generated wrappers (tools/genwrap.py, ZIP_CALLS) call ist_zip_X first when zipper
  * forwarding is active. Each returns 1 when it has served the call (the communicator
  * spans sites; the MPI return code in *rc), or 0 to let the wrapper go on to the native
- * MPI: the communicator lies in one site, or the call only needs the engine to move
- * first (tests, which the native MPI then does on generalized requests). Blocking waits
- * need nothing here: in zipper mode the layer always waits by testing
- * (sleep_wait.c), and each test moves the engine. */
+ * MPI: the communicator lies in one site. Waits, tests and persistent requests are in
+ * zip_persist.c: in zipper mode the layer always waits by testing (sleep_wait.c), each
+ * test moves the engine, and the MPI itself tests the generalized requests. */
 #include <stdlib.h>
 
 #include "hier.h"
@@ -164,40 +163,35 @@ int ist_zip_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status, int *r
     return 1;
 }
 
-/* Tests: move the engine, then let the native MPI test (generalized requests too). */
-int ist_zip_Test(MPI_Request *request, int *flag, MPI_Status *status, int *rc)
+int ist_zip_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                    MPI_Status *status, int *rc)
 {
-    (void)request, (void)flag, (void)status, (void)rc;
-    ist_zip_progress();
-    return 0;
+    SPANNING(comm);
+    *rc = ist_zip_improbe(c, source, tag, flag, message, status);
+    return 1;
 }
 
-int ist_zip_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[], int *rc)
+int ist_zip_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status,
+                   int *rc)
 {
-    (void)count, (void)requests, (void)flag, (void)statuses, (void)rc;
-    ist_zip_progress();
-    return 0;
+    SPANNING(comm);
+    int flag = 0;
+    for (int tries = 0; (*rc = ist_zip_improbe(c, source, tag, &flag, message, status)) == MPI_SUCCESS && !flag; tries++)
+        ist_zip_idle(tries);
+    return 1;
 }
 
-int ist_zip_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status, int *rc)
+/* Only messages the layer handed out need it; the others are the native MPI's. */
+int ist_zip_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status,
+                  int *rc)
 {
-    (void)count, (void)requests, (void)index, (void)flag, (void)status, (void)rc;
-    ist_zip_progress();
-    return 0;
+    return ist_zip_mrecv(buf, count, type, message, status, rc);
 }
 
-int ist_zip_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                     MPI_Status statuses[], int *rc)
+int ist_zip_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
+                   MPI_Request *request, int *rc)
 {
-    (void)incount, (void)requests, (void)outcount, (void)indices, (void)statuses, (void)rc;
-    ist_zip_progress();
-    return 0;
-}
-
-int ist_zip_Request_free(MPI_Request *request, int *rc)
-{
-    *rc = MPI_SUCCESS;
-    return ist_zip_request_free(request);
+    return ist_zip_imrecv(buf, count, type, message, request, rc);
 }
 
 /* ---- collectives ---------------------------------------------------------------------- */
@@ -344,12 +338,59 @@ int ist_zip_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdi
     return 1;
 }
 
+int ist_zip_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                 MPI_Comm comm, int *rc)
+{
+    SPANNING(comm);
+    *rc = ist_zip_scan(c, sendbuf, recvbuf, count, type, op, 0);
+    return 1;
+}
+
+int ist_zip_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, int *rc)
+{
+    SPANNING(comm);
+    *rc = ist_zip_scan(c, sendbuf, recvbuf, count, type, op, 1);
+    return 1;
+}
+
+int ist_zip_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                           MPI_Datatype type, MPI_Op op, MPI_Comm comm, int *rc)
+{
+    SPANNING(comm);
+    *rc = ist_zip_reduce_scatter(c, sendbuf, recvbuf, recvcounts, type, op);
+    return 1;
+}
+
+int ist_zip_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype type, MPI_Op op, MPI_Comm comm, int *rc)
+{
+    SPANNING(comm);
+    int *counts = malloc(sizeof *counts * (size_t)c->size);
+    for (int r = 0; r < c->size; r++) counts[r] = recvcount;
+    *rc = ist_zip_reduce_scatter(c, sendbuf, recvbuf, counts, type, op);
+    free(counts);
+    return 1;
+}
+
+int ist_zip_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                      const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                      const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, int *rc)
+{
+    SPANNING(comm);
+    *rc = ist_zip_alltoallw(c, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                            recvtypes);
+    return 1;
+}
+
 /* ---- communicators ---------------------------------------------------------------- */
 
 int ist_zip_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm, int *rc)
 {
     SPANNING(comm);
-    *rc = ist_zip_split(c, 0, c->rank, newcomm);
+    *rc = ist_zip_split(c, 0, c->rank, newcomm); /* the same members: it spans sites too */
+    struct ist_zcomm *d = *rc == MPI_SUCCESS ? ist_zip_comm(*newcomm) : NULL;
+    if (d) d->topo = ist_zip_copy_topo(c->topo);
     return 1;
 }
 

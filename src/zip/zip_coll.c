@@ -187,3 +187,81 @@ int ist_zip_alltoallv(struct ist_zcomm *c, const void *sendbuf, const int sendco
     free(copy);
     return rc;
 }
+
+/* Scan and Exscan: a chain in rank order, P-1 steps (each rank waits for the one before). */
+int ist_zip_scan(struct ist_zcomm *c, const void *sendbuf, void *recvbuf, int count,
+                 MPI_Datatype type, MPI_Op op, int exclusive)
+{
+    struct ist_zcomm *k = c->coll;
+    const void *mine = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    struct ist_tmp before, total;
+    int rc = ist_tmp_alloc(&total, count, type);
+    if (rc != MPI_SUCCESS) return rc;
+    ist_copy_typed(mine, total.base, count, type);
+    if (k->rank > 0) {
+        if ((rc = ist_tmp_alloc(&before, count, type)) != MPI_SUCCESS) return rc;
+        struct ist_zop *o = ist_zip_irecv(k, before.base, count, type, k->rank - 1, COLL_TAG);
+        rc = ist_zip_wait_ops(1, &o, MPI_STATUSES_IGNORE);
+        PMPI_Reduce_local(before.base, total.base, count, type, op); /* before op mine */
+        if (exclusive) ist_copy_typed(before.base, recvbuf, count, type);
+        ist_tmp_free(&before);
+    }
+    if (!exclusive) ist_copy_typed(total.base, recvbuf, count, type);
+    if (rc == MPI_SUCCESS && k->rank + 1 < k->size) {
+        struct ist_zop *o = ist_zip_isend(k, total.base, count, type, k->rank + 1, COLL_TAG, 0);
+        rc = ist_zip_wait_ops(1, &o, MPI_STATUSES_IGNORE);
+    }
+    ist_tmp_free(&total);
+    return rc;
+}
+
+/* Reduce_scatter(_block): Reduce of everything to rank 0, then Scatterv of the parts. */
+int ist_zip_reduce_scatter(struct ist_zcomm *c, const void *sendbuf, void *recvbuf,
+                           const int recvcounts[], MPI_Datatype type, MPI_Op op)
+{
+    int total = 0, *displs = malloc(sizeof *displs * (size_t)c->size);
+    for (int r = 0; r < c->size; r++) displs[r] = total, total += recvcounts[r];
+    struct ist_tmp all;
+    int rc = ist_tmp_alloc(&all, total, type);
+    if (rc == MPI_SUCCESS) {
+        const void *mine = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+        if (c->rank == 0 && sendbuf == MPI_IN_PLACE) mine = MPI_IN_PLACE;
+        if (mine == MPI_IN_PLACE) ist_copy_typed(recvbuf, all.base, total, type);
+        rc = ist_zip_reduce(c, mine == MPI_IN_PLACE ? MPI_IN_PLACE : mine, all.base, total, type, op, 0);
+        if (rc == MPI_SUCCESS)
+            rc = ist_zip_scatterv(c, all.base, recvcounts, displs, type, recvbuf, recvcounts[c->rank],
+                                  type, 0);
+        ist_tmp_free(&all);
+    }
+    free(displs);
+    return rc;
+}
+
+/* Alltoallw: as Alltoallv, with a type per peer and displacements in bytes. */
+int ist_zip_alltoallw(struct ist_zcomm *c, const void *sendbuf, const int sendcounts[],
+                      const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                      const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[])
+{
+    struct ist_zcomm *k = c->coll;
+    if (sendbuf == MPI_IN_PLACE)
+        ist_zip_refuse("MPI_Alltoallw", "with MPI_IN_PLACE on a communicator that spans sites");
+    struct ist_zop **ops = malloc(sizeof *ops * 2 * (size_t)k->size);
+    int n = 0;
+    for (int i = 1; i < k->size; i++) {
+        int from = (k->rank - i + k->size) % k->size;
+        ops[n++] = ist_zip_irecv(k, (char *)recvbuf + rdispls[from], recvcounts[from], recvtypes[from],
+                                 from, COLL_TAG);
+    }
+    for (int i = 1; i < k->size; i++) {
+        int to = (k->rank + i) % k->size;
+        ops[n++] = ist_zip_isend(k, (const char *)sendbuf + sdispls[to], sendcounts[to], sendtypes[to],
+                                 to, COLL_TAG, 0);
+    }
+    int me = k->rank;
+    PMPI_Sendrecv((const char *)sendbuf + sdispls[me], sendcounts[me], sendtypes[me], 0, 0,
+                  (char *)recvbuf + rdispls[me], recvcounts[me], recvtypes[me], 0, 0, MPI_COMM_SELF,
+                  MPI_STATUS_IGNORE);
+    int rc = ist_zip_wait_ops(n, ops, MPI_STATUSES_IGNORE);
+    free(ops);
+    return rc;
+}

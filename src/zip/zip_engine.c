@@ -1,91 +1,58 @@
-/* The engine of zipper forwarding in each rank: the connections to the forwarders, the
- * messages under way, and the matching of receives (docs/zipper.md).
+/* The engine of zipper forwarding in each rank: the operations under way and the
+ * matching of receives (docs/zipper.md). The connections are zip_transport.c's.
  *
- * A message to another site is one layer header (struct zmsg_hdr) and its packed bytes,
- * cut into DATA frames of at most IST_ZIP_FRAME_MAX bytes on the connection to the
- * pair's forwarder. A send is complete once its frames are queued here (eager, buffered
- * in this rank), a synchronous send once the receiver has matched it and acknowledged.
- * The receiver assembles each source's frames in order into whole messages and matches
- * them, in the order they complete, against the posted receives (the oldest matching
- * receive wins, as MPI requires); what matches none waits in the unexpected list.
- * Receives that may match a member of this site also look for native messages with
- * MPI_Improbe, oldest receive first, and take them with MPI_Imrecv.
+ * Protocol between two ranks of different sites (messages of zip_engine.h):
+ *   - eager: a message of at most IST_ZIP_EAGER_LIMIT bytes goes at once with its data
+ *     while the sender has credit with that receiver; the send completes at once (the
+ *     data are copied). The receiver gives the credit back (CREDIT) once the data have
+ *     left its unexpected list, so what one sender can pile up unexpected at a receiver
+ *     is bounded by IST_ZIP_CREDIT. A synchronous eager send completes on the ACK the
+ *     receiver sends when it matches the message.
+ *   - rendezvous: anything larger, or past the credit, is announced (RTS); when the
+ *     receiver matches the announcement it asks for the data (CTS), which then stream from
+ *     the sender's own buffer (no copy when contiguous) in frames that the forwarder
+ *     passes on as they come. The send completes when its last byte is written.
+ * The receiver assembles messages in the order they come (zip_transport.c) and matches
+ * them, in that order, against the posted receives: the oldest receive that matches
+ * wins, as MPI requires; what matches none waits in the unexpected list. Receives that
+ * may match a member of this site also look for native messages with MPI_Improbe,
+ * oldest receive first, and take them with MPI_Imrecv.
  *
  * Nothing here runs by itself: the layer calls ist_zip_progress in every call that
- * touches a spanning communicator and in every wait, so the engine moves as long as
- * the application is inside MPI (as a single-threaded MPI's progress does). */
+ * touches a spanning communicator and in every wait, so the engine moves as long as the
+ * application is inside MPI (as a single-threaded MPI's progress does). */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "zip.h"
 #include "zip_engine.h"
-#include "zip_wire.h"
 
-enum zmsg_kind { ZMSG_EAGER = 0, ZMSG_SYNC = 1, ZMSG_ACK = 2 };
-
-/* The layer's header, at the start of a message's first frame. */
-struct zmsg_hdr {
-    uint64_t context;
-    int32_t tag;
-    uint32_t pad;
-    uint64_t bytes;
-    uint32_t kind;
-    uint32_t sync_id;
-};
-
-/* A message from another site, whole or being assembled. */
-struct zmsg {
-    struct zmsg *next;
-    uint64_t context;
-    uint32_t kind, sync_id;
-    int tag;
-    int src_world;
-    size_t bytes, got;
-    char *data;
-};
-
-struct outframe {
-    struct outframe *next;
-    size_t size, sent;
-    char data[];
-};
-
-struct forwarder {
-    int fd;
-    char address[64];
-    struct outframe *head, *tail;
-    /* the frame being read */
-    struct ist_zip_frame hdr;
-    size_t hdr_got;
-    char *payload;
-    size_t payload_got;
-};
+#define IST_ZIP_EAGER_LIMIT (64L * 1024)
+#define IST_ZIP_CREDIT (1L << 20)        /* eager bytes one sender may have at one receiver */
+#define IST_ZIP_CREDIT_ALL (256L << 20) /* ... and all senders together, at most */
+#define IST_ZIP_MESSAGE_COST 64          /* what a message costs in credit besides its data */
 
 struct ist_zip_world ist_zip;
 
-static struct forwarder *fwds;
-static int nfwds;
-static struct zmsg **assembling; /* world rank -> its message being assembled */
 static struct zmsg *unexpected_head, *unexpected_tail;
-static uint32_t next_sync_id = 1;
+static uint32_t next_id = 1;
 static int in_progress;
+static long credit_per_pair;
+static long *credit; /* world rank -> eager bytes this rank may still send it */
+static long *owed;   /* world rank -> eager bytes taken from it, not yet given back */
 
 /* The engine's lists of ops: receives not yet matched (in posting order), ops with a
- * native request under way, synchronous sends waiting for their acknowledgement, and
- * cancelled receives to complete at the next progress. */
+ * native request under way, synchronous eager sends waiting for their ACK, rendezvous
+ * sends waiting for their CTS, receives waiting for their RDATA, and cancelled receives
+ * to complete at the next progress. */
 struct oplist {
     struct ist_zop *head, *tail;
 };
-static struct oplist posted, native_ops, sync_waits, cancelled;
+static struct oplist posted, native_ops, sync_waits, rts_waits, rdata_waits, cancelled;
 
 static void list_add(struct oplist *l, struct ist_zop *op)
 {
@@ -107,6 +74,14 @@ static void list_remove(struct oplist *l, struct ist_zop *op)
     op->list = NULL;
 }
 
+/* The op on l waiting for message id from world rank peer. */
+static struct ist_zop *waiting(struct oplist *l, uint32_t id, int peer)
+{
+    for (struct ist_zop *op = l->head; op; op = op->next)
+        if (op->sync_id == id && op->rdv_peer == peer) return op;
+    return NULL;
+}
+
 void ist_zip_fatal(const char *fmt, ...)
 {
     char msg[512];
@@ -120,117 +95,19 @@ void ist_zip_fatal(const char *fmt, ...)
     _exit(1);
 }
 
-/* ---- connections ------------------------------------------------------------------ */
-
-void ist_zip_engine_start(struct forwarder_address *addrs, int n)
+static void init_credit(void)
 {
-    nfwds = n;
-    fwds = calloc((size_t)n, sizeof *fwds);
-    assembling = calloc((size_t)ist_zip.world_size, sizeof *assembling);
-    if (!fwds || !assembling) ist_zip_fatal("out of memory");
-    for (int i = 0; i < n; i++) {
-        fwds[i].fd = addrs[i].fd;
-        snprintf(fwds[i].address, sizeof fwds[i].address, "%s", addrs[i].text);
-        fwds[i].payload = malloc(IST_ZIP_FRAME_MAX);
-        if (!fwds[i].payload) ist_zip_fatal("out of memory");
-    }
+    if (credit) return;
+    credit_per_pair = IST_ZIP_CREDIT_ALL / (ist_zip.world_size > 1 ? ist_zip.world_size - 1 : 1);
+    if (credit_per_pair > IST_ZIP_CREDIT) credit_per_pair = IST_ZIP_CREDIT;
+    if (credit_per_pair < 2 * IST_ZIP_MESSAGE_COST) credit_per_pair = 2 * IST_ZIP_MESSAGE_COST;
+    credit = malloc(sizeof *credit * (size_t)ist_zip.world_size);
+    owed = calloc((size_t)ist_zip.world_size, sizeof *owed);
+    if (!credit || !owed) ist_zip_fatal("out of memory");
+    for (int w = 0; w < ist_zip.world_size; w++) credit[w] = credit_per_pair;
 }
 
-/* The forwarder that carries every message between world ranks a and b. */
-static struct forwarder *forwarder_of(int a, int b)
-{
-    return &fwds[(unsigned)(a + b) % (unsigned)nfwds];
-}
-
-static void queue_frame(struct forwarder *f, struct outframe *o)
-{
-    o->next = NULL;
-    o->sent = 0;
-    if (f->tail) f->tail->next = o;
-    else f->head = o;
-    f->tail = o;
-}
-
-static struct outframe *new_frame(int dst, size_t len)
-{
-    struct outframe *o = malloc(sizeof *o + sizeof(struct ist_zip_frame) + len);
-    if (!o) ist_zip_fatal("out of memory for a frame of %zu bytes", len);
-    struct ist_zip_frame h = {IST_ZIP_DATA, (uint32_t)ist_zip.world_rank, (uint32_t)dst, (uint32_t)len};
-    memcpy(o->data, &h, sizeof h);
-    o->size = sizeof h + len;
-    return o;
-}
-
-/* Queue a message of `bytes` packed bytes at data to world rank dst. */
-static void queue_message(int dst, const struct zmsg_hdr *mh, const char *data, size_t bytes)
-{
-    struct forwarder *f = forwarder_of(ist_zip.world_rank, dst);
-    size_t first = bytes;
-    if (first > IST_ZIP_FRAME_MAX - sizeof *mh) first = IST_ZIP_FRAME_MAX - sizeof *mh;
-    struct outframe *o = new_frame(dst, sizeof *mh + first);
-    memcpy(o->data + sizeof(struct ist_zip_frame), mh, sizeof *mh);
-    memcpy(o->data + sizeof(struct ist_zip_frame) + sizeof *mh, data, first);
-    queue_frame(f, o);
-    for (size_t at = first; at < bytes; at += IST_ZIP_FRAME_MAX) {
-        size_t len = bytes - at < IST_ZIP_FRAME_MAX ? bytes - at : IST_ZIP_FRAME_MAX;
-        o = new_frame(dst, len);
-        memcpy(o->data + sizeof(struct ist_zip_frame), data + at, len);
-        queue_frame(f, o);
-    }
-}
-
-static void flush(struct forwarder *f)
-{
-    while (f->head) {
-        struct iovec iov[32];
-        int n = 0;
-        for (struct outframe *o = f->head; o && n < 32; o = o->next, n++) {
-            iov[n].iov_base = o->data + o->sent;
-            iov[n].iov_len = o->size - o->sent;
-        }
-        ssize_t w = writev(f->fd, iov, n);
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EINTR) return;
-            ist_zip_fatal("the connection to the forwarder at %s failed (%s): the forwarder or "
-                          "another rank ended", f->address, strerror(errno));
-        }
-        while (w > 0) {
-            struct outframe *o = f->head;
-            size_t left = o->size - o->sent;
-            if ((size_t)w < left) {
-                o->sent += (size_t)w;
-                break;
-            }
-            w -= (ssize_t)left;
-            f->head = o->next;
-            if (!f->head) f->tail = NULL;
-            free(o);
-        }
-    }
-}
-
-int ist_zip_engine_flushed(void)
-{
-    for (int i = 0; i < nfwds; i++)
-        if (fwds[i].head) return 0;
-    return 1;
-}
-
-void ist_zip_engine_send_raw(int i, uint32_t kind)
-{
-    struct outframe *o = malloc(sizeof *o + sizeof(struct ist_zip_frame));
-    if (!o) ist_zip_fatal("out of memory");
-    struct ist_zip_frame h = {kind, (uint32_t)ist_zip.world_rank, (uint32_t)ist_zip.world_size, 0};
-    memcpy(o->data, &h, sizeof h);
-    o->size = sizeof h;
-    queue_frame(&fwds[i], o);
-    flush(&fwds[i]);
-}
-
-int ist_zip_engine_forwarders(void) { return nfwds; }
-int ist_zip_engine_fd(int i) { return fwds[i].fd; }
-
-/* ---- receiving ---------------------------------------------------------------------- */
+/* ---- matching ---------------------------------------------------------------------- */
 
 static int world_to_comm(const struct ist_zcomm *c, int world)
 {
@@ -242,7 +119,7 @@ static int world_to_comm(const struct ist_zcomm *c, int world)
 
 static int matches(const struct ist_zop *op, const struct zmsg *m)
 {
-    return op->comm->context == m->context && (op->tag == MPI_ANY_TAG || op->tag == m->tag) &&
+    return op->comm->context == m->h.context && (op->tag == MPI_ANY_TAG || op->tag == m->h.tag) &&
            (op->peer == MPI_ANY_SOURCE || op->comm->world[op->peer] == m->src_world);
 }
 
@@ -254,10 +131,13 @@ static void complete(struct ist_zop *op)
     if (op->user_freed) PMPI_Request_free(&op->greq); /* its free_fn frees op */
 }
 
-static void send_ack(int dst, uint32_t sync_id)
+static void complete_cb(void *op) { complete(op); }
+
+static void send_control(int dst, uint32_t kind, uint32_t id, uint64_t amount)
 {
-    struct zmsg_hdr mh = {0, 0, 0, 0, ZMSG_ACK, sync_id};
-    queue_message(dst, &mh, NULL, 0);
+    /* CREDIT's amount travels in `bytes`, with no data after it (zip_transport.c) */
+    struct zmsg_hdr h = {.kind = kind, .id = id, .bytes = kind == ZMSG_CREDIT ? amount : 0};
+    ist_zip_send_message(dst, &h, NULL, 0, NULL, NULL, NULL);
 }
 
 static long long type_size(MPI_Datatype type)
@@ -278,12 +158,31 @@ static int contiguous(int count, MPI_Datatype type, MPI_Aint *offset)
     return count <= 1 ? size == textent : (size == extent && size == textent);
 }
 
-/* Deliver a forwarded message into op's buffer. */
+/* Give a sender back the credit of an eager message that has left the unexpected list. */
+static void give_credit(const struct zmsg *m)
+{
+    if (m->h.kind != ZMSG_EAGER && m->h.kind != ZMSG_SYNC) return;
+    owed[m->src_world] += (long)m->h.bytes + IST_ZIP_MESSAGE_COST;
+    if (owed[m->src_world] >= credit_per_pair / 2) {
+        send_control(m->src_world, ZMSG_CREDIT, 0, (uint64_t)owed[m->src_world]);
+        owed[m->src_world] = 0;
+    }
+}
+
+/* A matched message for op: an announcement asks for its data, data are delivered. */
 static void receive_into(struct ist_zop *op, struct zmsg *m)
 {
+    if (m->h.kind == ZMSG_RTS) {
+        op->sync_id = m->h.id;
+        op->rdv_peer = m->src_world;
+        list_add(&rdata_waits, op);
+        send_control(m->src_world, ZMSG_CTS, m->h.id, 0);
+        free(m);
+        return;
+    }
     long long esize = type_size(op->type);
     long long capacity = esize * op->count;
-    long long bytes = (long long)m->bytes;
+    long long bytes = (long long)m->h.bytes;
     op->st_error = MPI_SUCCESS;
     if (bytes > capacity) {
         op->st_error = MPI_ERR_TRUNCATE;
@@ -291,111 +190,103 @@ static void receive_into(struct ist_zop *op, struct zmsg *m)
     }
     if (bytes > 0 && esize > 0) {
         MPI_Aint offset;
-        int whole = (int)(bytes / esize);
         if (contiguous(op->count, op->type, &offset)) {
             memcpy((char *)op->buf + offset, m->data, (size_t)bytes);
         } else {
             int pos = 0;
-            PMPI_Unpack(m->data, (int)bytes, &pos, op->buf, whole, op->type, MPI_COMM_SELF);
+            PMPI_Unpack(m->data, (int)bytes, &pos, op->buf, (int)(bytes / esize), op->type, MPI_COMM_SELF);
         }
     }
     op->st_source = world_to_comm(op->comm, m->src_world);
-    op->st_tag = m->tag;
+    op->st_tag = m->h.tag;
     op->st_bytes = bytes;
-    if (m->kind == ZMSG_SYNC) send_ack(m->src_world, m->sync_id);
+    if (m->h.kind == ZMSG_SYNC) send_control(m->src_world, ZMSG_ACK, m->h.id, 0);
+    give_credit(m);
     free(m->data);
     free(m);
     complete(op);
 }
 
-static void message_arrived(struct zmsg *m)
+/* The data of a rendezvous send, asked for: from the user's buffer, or packed. */
+static void send_rdata(struct ist_zop *op)
 {
-    if (m->kind == ZMSG_ACK) {
-        for (struct ist_zop *op = sync_waits.head; op; op = op->next)
-            if (op->sync_id == m->sync_id) {
-                list_remove(&sync_waits, op);
-                complete(op);
-                break;
-            }
-        free(m->data);
-        free(m);
+    struct ist_zcomm *c = op->comm;
+    long long bytes = type_size(op->type) * op->count;
+    struct zmsg_hdr h = {.context = c->context, .tag = op->tag, .kind = ZMSG_RDATA,
+                         .bytes = (uint64_t)bytes, .id = op->sync_id};
+    MPI_Aint offset;
+    if (contiguous(op->count, op->type, &offset)) {
+        ist_zip_send_message(c->world[op->peer], &h, (const char *)op->buf + offset, (size_t)bytes,
+                             NULL, complete_cb, op);
         return;
     }
-    for (struct ist_zop *op = posted.head; op; op = op->next)
-        if (matches(op, m)) {
-            list_remove(&posted, op);
-            receive_into(op, m);
-            return;
-        }
+    char *packed = malloc((size_t)bytes);
+    if (!packed) ist_zip_fatal("out of memory packing %lld bytes", bytes);
+    int pos = 0;
+    PMPI_Pack(op->buf, op->count, op->type, packed, (int)bytes, &pos, MPI_COMM_SELF);
+    ist_zip_send_message(c->world[op->peer], &h, packed, (size_t)bytes, packed, complete_cb, op);
+}
+
+static void unexpected_add(struct zmsg *m)
+{
     m->next = NULL;
     if (unexpected_tail) unexpected_tail->next = m;
     else unexpected_head = m;
     unexpected_tail = m;
 }
 
-/* A whole frame's payload from world rank src. */
-static void frame_arrived(int src, const char *p, size_t len)
+void ist_zip_message_arrived(struct zmsg *m)
 {
-    struct zmsg *m = assembling[src];
-    if (!m) {
-        struct zmsg_hdr mh;
-        if (len < sizeof mh) ist_zip_fatal("a short frame from rank %d", src);
-        memcpy(&mh, p, sizeof mh);
-        m = calloc(1, sizeof *m);
-        m->data = malloc(mh.bytes ? mh.bytes : 1);
-        if (!m || !m->data) ist_zip_fatal("out of memory for a message of %llu bytes", (unsigned long long)mh.bytes);
-        m->context = mh.context;
-        m->tag = mh.tag;
-        m->kind = mh.kind;
-        m->sync_id = mh.sync_id;
-        m->bytes = mh.bytes;
-        m->src_world = src;
-        p += sizeof mh;
-        len -= sizeof mh;
+    struct ist_zop *op;
+    switch (m->h.kind) {
+    case ZMSG_ACK:
+        if ((op = waiting(&sync_waits, m->h.id, m->src_world))) {
+            list_remove(&sync_waits, op);
+            complete(op);
+        }
+        break;
+    case ZMSG_CREDIT:
+        credit[m->src_world] += (long)m->h.bytes;
+        break;
+    case ZMSG_CTS:
+        if ((op = waiting(&rts_waits, m->h.id, m->src_world))) {
+            list_remove(&rts_waits, op);
+            send_rdata(op);
+        }
+        break;
+    case ZMSG_RDATA:
+        if (!(op = waiting(&rdata_waits, m->h.id, m->src_world)))
+            ist_zip_fatal("data of rendezvous %u from rank %d that no receive asked for", m->h.id,
+                          m->src_world);
+        list_remove(&rdata_waits, op);
+        receive_into(op, m);
+        return;
+    default: /* EAGER, SYNC, RTS: to the oldest matching receive, or unexpected */
+        for (op = posted.head; op; op = op->next)
+            if (matches(op, m)) {
+                list_remove(&posted, op);
+                receive_into(op, m);
+                return;
+            }
+        unexpected_add(m);
+        return;
     }
-    if (m->got + len > m->bytes) ist_zip_fatal("a message from rank %d longer than it said", src);
-    memcpy(m->data + m->got, p, len);
-    m->got += len;
-    if (m->got == m->bytes) {
-        assembling[src] = NULL;
-        message_arrived(m);
-    } else {
-        assembling[src] = m;
-    }
+    free(m->data);
+    free(m);
 }
 
-static void read_forwarder(struct forwarder *f)
+/* The oldest unexpected forwarded message that matches (removed from the list), or NULL. */
+struct zmsg *ist_zip_take_unexpected(struct ist_zcomm *c, int source, int tag)
 {
-    for (int rounds = 0; rounds < 64; rounds++) {
-        ssize_t n;
-        if (f->hdr_got < sizeof f->hdr) {
-            n = read(f->fd, (char *)&f->hdr + f->hdr_got, sizeof f->hdr - f->hdr_got);
-            if (n > 0) {
-                f->hdr_got += (size_t)n;
-                if (f->hdr_got == sizeof f->hdr && f->hdr.len > IST_ZIP_FRAME_MAX)
-                    ist_zip_fatal("a frame of %u bytes from the forwarder at %s", f->hdr.len, f->address);
-            }
-        } else {
-            n = read(f->fd, f->payload + f->payload_got, f->hdr.len - f->payload_got);
-            if (n > 0) f->payload_got += (size_t)n;
+    struct ist_zop probe = {.comm = c, .peer = source, .tag = tag};
+    for (struct zmsg *m = unexpected_head, *prev = NULL; m; prev = m, m = m->next)
+        if (matches(&probe, m)) {
+            if (prev) prev->next = m->next;
+            else unexpected_head = m->next;
+            if (unexpected_tail == m) unexpected_tail = prev;
+            return m;
         }
-        if (n == 0)
-            ist_zip_fatal("the forwarder at %s closed the connection: it or another rank ended",
-                          f->address);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR) return;
-            ist_zip_fatal("reading from the forwarder at %s: %s", f->address, strerror(errno));
-        }
-        if (f->hdr_got == sizeof f->hdr && f->payload_got == f->hdr.len) {
-            if (f->hdr.kind == IST_ZIP_DATA) {
-                if (f->hdr.src >= (uint32_t)ist_zip.world_size)
-                    ist_zip_fatal("a frame from rank %u of %d", f->hdr.src, ist_zip.world_size);
-                frame_arrived((int)f->hdr.src, f->payload, f->hdr.len);
-            }
-            f->hdr_got = 0;
-            f->payload_got = 0;
-        }
-    }
+    return NULL;
 }
 
 /* ---- native messages ------------------------------------------------------------------ */
@@ -448,10 +339,8 @@ void ist_zip_progress(void)
 {
     if (in_progress) return;
     in_progress = 1;
-    for (int i = 0; i < nfwds; i++) {
-        flush(&fwds[i]);
-        read_forwarder(&fwds[i]);
-    }
+    init_credit();
+    ist_zip_transport_progress();
     progress_native();
     while (cancelled.head) {
         struct ist_zop *op = cancelled.head;
@@ -459,17 +348,6 @@ void ist_zip_progress(void)
         complete(op);
     }
     in_progress = 0;
-}
-
-void ist_zip_idle(int tries)
-{
-    if (tries < 50) return;
-    long pause_ns = 5000L << (tries - 50 < 5 ? tries - 50 : 5); /* 5 us doubling to 160 us */
-    struct pollfd pfd[16];
-    int n = nfwds < 16 ? nfwds : 16;
-    for (int i = 0; i < n; i++) pfd[i] = (struct pollfd){.fd = fwds[i].fd, .events = POLLIN};
-    struct timespec ts = {0, pause_ns};
-    ppoll(pfd, (nfds_t)n, &ts, NULL);
 }
 
 /* ---- operations --------------------------------------------------------------------- */
@@ -481,9 +359,16 @@ static struct ist_zop *new_op(enum ist_zop_kind kind, struct ist_zcomm *c, void 
     if (!op) ist_zip_fatal("out of memory");
     *op = (struct ist_zop){.kind = kind, .comm = c, .buf = buf, .count = count, .type = type,
                            .peer = peer, .tag = tag, .native = MPI_REQUEST_NULL,
-                           .greq = MPI_REQUEST_NULL};
+                           .greq = MPI_REQUEST_NULL, .rdv_peer = -1};
     return op;
 }
+
+struct ist_zop *ist_zip_new_recv_op(struct ist_zcomm *c, void *buf, int count, MPI_Datatype type)
+{
+    return new_op(IST_ZOP_RECV, c, buf, count, type, MPI_ANY_SOURCE, MPI_ANY_TAG);
+}
+
+void ist_zip_native_op(struct ist_zop *op) { list_add(&native_ops, op); }
 
 struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, MPI_Datatype type,
                               int dest, int tag, int sync)
@@ -497,30 +382,39 @@ struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, M
         ist_zip_progress();
         return op;
     }
+    init_credit();
+    int to = c->world[dest];
     long long bytes = type_size(type) * count;
-    struct zmsg_hdr mh = {c->context, tag, 0, (uint64_t)bytes, sync ? ZMSG_SYNC : ZMSG_EAGER, 0};
-    MPI_Aint offset;
-    if (contiguous(count, type, &offset)) {
-        if (sync) mh.sync_id = next_sync_id++;
-        queue_message(c->world[dest], &mh, (const char *)buf + offset, (size_t)bytes);
+    long cost = (long)bytes + IST_ZIP_MESSAGE_COST;
+    op->rdv_peer = to;
+    op->sync_id = next_id++;
+    if (bytes <= IST_ZIP_EAGER_LIMIT && credit[to] >= cost) {
+        credit[to] -= cost;
+        struct zmsg_hdr h = {.context = c->context, .tag = tag, .kind = sync ? ZMSG_SYNC : ZMSG_EAGER,
+                             .bytes = (uint64_t)bytes, .id = op->sync_id};
+        char *copy = malloc(bytes ? (size_t)bytes : 1);
+        if (!copy) ist_zip_fatal("out of memory");
+        MPI_Aint offset;
+        if (contiguous(count, type, &offset)) {
+            memcpy(copy, (const char *)buf + offset, (size_t)bytes);
+        } else {
+            int pos = 0;
+            PMPI_Pack(buf, count, type, copy, (int)bytes, &pos, MPI_COMM_SELF);
+        }
+        ist_zip_send_message(to, &h, copy, (size_t)bytes, copy, NULL, NULL);
+        if (sync) list_add(&sync_waits, op);
+        else op->done = 1; /* the data are copied */
     } else {
-        char *packed = malloc(bytes ? (size_t)bytes : 1);
-        if (!packed) ist_zip_fatal("out of memory packing %lld bytes", bytes);
-        int pos = 0;
-        PMPI_Pack(buf, count, type, packed, (int)bytes, &pos, MPI_COMM_SELF);
-        if (sync) mh.sync_id = next_sync_id++;
-        queue_message(c->world[dest], &mh, packed, (size_t)bytes);
-        free(packed);
-    }
-    if (sync) {
-        op->sync_id = mh.sync_id;
-        list_add(&sync_waits, op);
-    } else {
-        op->done = 1; /* buffered here */
+        struct zmsg_hdr h = {.context = c->context, .tag = tag, .kind = ZMSG_RTS,
+                             .bytes = (uint64_t)bytes, .id = op->sync_id};
+        ist_zip_send_message(to, &h, NULL, 0, NULL, NULL, NULL);
+        list_add(&rts_waits, op);
     }
     ist_zip_progress();
     return op;
 }
+
+void ist_zip_deliver(struct ist_zop *op, struct zmsg *m) { receive_into(op, m); }
 
 struct ist_zop *ist_zip_irecv(struct ist_zcomm *c, void *buf, int count, MPI_Datatype type,
                               int source, int tag)
@@ -531,15 +425,14 @@ struct ist_zop *ist_zip_irecv(struct ist_zcomm *c, void *buf, int count, MPI_Dat
         list_add(&native_ops, op);
         return op;
     }
+    init_credit();
     ist_zip_progress();
-    for (struct zmsg *m = unexpected_head, *prev = NULL; m; prev = m, m = m->next)
-        if (matches(op, m)) {
-            if (prev) prev->next = m->next;
-            else unexpected_head = m->next;
-            if (unexpected_tail == m) unexpected_tail = prev;
-            receive_into(op, m);
-            return op;
-        }
+    struct zmsg *m = ist_zip_take_unexpected(c, source, tag);
+    if (m) {
+        receive_into(op, m);
+        ist_zip_progress();
+        return op;
+    }
     list_add(&posted, op);
     ist_zip_progress();
     return op;
@@ -552,9 +445,9 @@ int ist_zip_iprobe_forwarded(struct ist_zcomm *c, int source, int tag, MPI_Statu
         if (matches(&probe, m)) {
             if (status != MPI_STATUS_IGNORE) {
                 status->MPI_SOURCE = world_to_comm(c, m->src_world);
-                status->MPI_TAG = m->tag;
+                status->MPI_TAG = m->h.tag;
                 status->MPI_ERROR = MPI_SUCCESS;
-                PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)m->bytes);
+                PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)m->h.bytes);
                 PMPI_Status_set_cancelled(status, 0);
             }
             return 1;
@@ -642,7 +535,7 @@ int ist_zip_give_handle(struct ist_zop *op, MPI_Request *request)
  * Request_free before completion must leave the op to the engine. */
 int ist_zip_request_free(MPI_Request *request)
 {
-    struct oplist *lists[] = {&posted, &native_ops, &sync_waits, &cancelled};
+    struct oplist *lists[] = {&posted, &native_ops, &sync_waits, &rts_waits, &rdata_waits, &cancelled};
     for (size_t l = 0; l < sizeof lists / sizeof *lists; l++)
         for (struct ist_zop *op = lists[l]->head; op; op = op->next)
             if (op->has_greq && op->greq == *request && !op->done) {
@@ -652,3 +545,4 @@ int ist_zip_request_free(MPI_Request *request)
             }
     return 0;
 }
+

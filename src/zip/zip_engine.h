@@ -2,7 +2,10 @@
 #ifndef ISTHMUS_ZIP_ENGINE_H
 #define ISTHMUS_ZIP_ENGINE_H
 
+#include <mpi.h>
 #include <stdint.h>
+
+#include "zip.h"
 
 struct ist_zip_world {
     int world_rank, world_size;
@@ -17,8 +20,48 @@ struct forwarder_address {
     char text[64];  /* ADDRESS:PORT, for messages */
 };
 
+/* ---- the transport (zip_transport.c): connections, frames, whole messages ---------- */
+
+/* Kinds of layer messages. EAGER and SYNC carry their data; a synchronous one is
+ * acknowledged (ACK) when matched. A large message, or one past the sender's credit, is
+ * announced (RTS, no data), matched, asked for (CTS) and then sent (RDATA). CREDIT gives
+ * a sender back eager credit. */
+enum zmsg_kind { ZMSG_EAGER, ZMSG_SYNC, ZMSG_ACK, ZMSG_RTS, ZMSG_CTS, ZMSG_RDATA, ZMSG_CREDIT };
+
+/* The layer's header, at the start of a message's first frame. */
+struct zmsg_hdr {
+    uint64_t context;
+    int32_t tag;
+    uint32_t kind;
+    uint64_t bytes; /* the data that follow; for RTS the size announced; CREDIT: bytes given */
+    uint32_t id;    /* SYNC/ACK: the send; RTS/CTS/RDATA: the rendezvous */
+    uint32_t pad;
+};
+
+/* A message from another site: whole (or, for RTS, its announcement). */
+struct zmsg {
+    struct zmsg *next;
+    struct zmsg_hdr h;
+    int src_world;
+    size_t got;
+    char *data; /* h.bytes bytes, except for RTS: NULL */
+};
+
 void ist_zip_engine_start(struct forwarder_address *addrs, int n);
+/* Queue a message to world rank dst: the header, then bytes from data (which must stay
+ * until it is written; `owned` is freed then). done, if not NULL, is called with arg
+ * once the last byte is written to the forwarder's socket. */
+void ist_zip_send_message(int dst, const struct zmsg_hdr *h, const void *data, size_t bytes,
+                          void *owned, void (*done)(void *), void *arg);
+/* Write what the sockets take; read and hand every whole message to the engine. */
+void ist_zip_transport_progress(void);
+void ist_zip_message_arrived(struct zmsg *m); /* the engine's (zip_engine.c) */
 void ist_zip_engine_send_raw(int forwarder, uint32_t kind);
+/* The engine's, for matched probes (zip_mprobe.c). */
+struct zmsg *ist_zip_take_unexpected(struct ist_zcomm *c, int source, int tag);
+struct ist_zop *ist_zip_new_recv_op(struct ist_zcomm *c, void *buf, int count, MPI_Datatype type);
+void ist_zip_deliver(struct ist_zop *op, struct zmsg *m);
+void ist_zip_native_op(struct ist_zop *op);
 int ist_zip_engine_flushed(void);
 int ist_zip_engine_forwarders(void);
 int ist_zip_engine_fd(int forwarder);

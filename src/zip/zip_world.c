@@ -211,10 +211,35 @@ void ist_zip_init(void)
     comms[ncomms++] = world;
 }
 
-/* Contexts of new communicators: the parent's rank 0 hands out a block from its own
- * counter; its world rank in the high half makes them unique in the world. Even ones
- * for the communicators, the next odd one for their collectives. */
+/* Contexts of new communicators: a block from a counter of one member (the parent's
+ * rank 0, or the first member of a group), whose world rank in the high half makes them
+ * unique in the world. Even ones for the communicators, the next odd one for their
+ * collectives. */
 static uint64_t next_context = 2;
+
+uint64_t ist_zip_new_contexts(int count)
+{
+    uint64_t base = ((uint64_t)(ist_zip.world_rank + 1) << 32) | next_context;
+    next_context += 2 * (uint64_t)count;
+    return base;
+}
+
+int ist_zip_register(MPI_Comm native, uint64_t context, int n, int me, const int *world,
+                     MPI_Comm *newcomm)
+{
+    int sites = 0;
+    for (int i = 0; i < n; i++) sites |= ist_zip.site_of[world[i]] != ist_zip.site ? 2 : 1;
+    *newcomm = native;
+    if (sites != 3) return MPI_SUCCESS; /* all in this site: the native one is the whole */
+    if (ncomms == (int)(sizeof comms / sizeof *comms))
+        ist_zip_refuse("A new communicator", "beyond 256 that span sites");
+    struct ist_zcomm *z = new_comm(native, native, context, n, me, world);
+    MPI_Comm coll_local;
+    PMPI_Comm_dup(native, &coll_local);
+    z->coll = new_comm(MPI_COMM_NULL, coll_local, context + 1, n, me, world);
+    comms[ncomms++] = z;
+    return MPI_SUCCESS;
+}
 
 int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm)
 {
@@ -224,11 +249,7 @@ int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm)
     int *counts = malloc(sizeof *counts * (size_t)c->size), *displs = malloc(sizeof *displs * (size_t)c->size);
     for (int r = 0; r < c->size; r++) counts[r] = 2, displs[r] = 2 * r;
     int rc = ist_zip_gatherv(c, mine, 2, MPI_INT, all, counts, displs, MPI_INT, 0);
-    uint64_t base = 0;
-    if (c->rank == 0) {
-        base = ((uint64_t)(ist_zip.world_rank + 1) << 32) | next_context;
-        next_context += 2 * (uint64_t)c->size;
-    }
+    uint64_t base = c->rank == 0 ? ist_zip_new_contexts(c->size) : 0;
     if (rc == MPI_SUCCESS) rc = ist_zip_bcast(c, all, 2 * c->size, MPI_INT, 0);
     if (rc == MPI_SUCCESS) rc = ist_zip_bcast(c, &base, 1, MPI_UINT64_T, 0);
     free(counts);
@@ -241,7 +262,7 @@ int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm)
         return rc;
     }
     /* Members of my color by (key, rank); the color's index orders the contexts. */
-    int n = 0, sites = 0, index = 0, *members = malloc(sizeof *members * (size_t)c->size);
+    int n = 0, index = 0, *members = malloc(sizeof *members * (size_t)c->size);
     for (int r = 0; r < c->size; r++) {
         int seen = 0;
         for (int q = 0; q < r; q++) seen |= all[2 * q] == all[2 * r];
@@ -258,26 +279,12 @@ int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm)
     for (int i = 0; i < n; i++) {
         world[i] = c->world[members[i]];
         if (members[i] == c->rank) me = i;
-        sites |= ist_zip.site_of[world[i]] != ist_zip.site ? 2 : 1;
     }
+    rc = ist_zip_register(native, base + 2 * (uint64_t)index, n, me, world, newcomm);
     free(all);
     free(members);
-    if (sites != 3) { /* all in this site: the native communicator is the whole of it */
-        free(world);
-        *newcomm = native;
-        return MPI_SUCCESS;
-    }
-    uint64_t context = base + 2 * (uint64_t)index;
-    struct ist_zcomm *z = new_comm(native, native, context, n, me, world);
-    MPI_Comm coll_local;
-    PMPI_Comm_dup(native, &coll_local);
-    z->coll = new_comm(MPI_COMM_NULL, coll_local, context + 1, n, me, world);
     free(world);
-    if (ncomms == (int)(sizeof comms / sizeof *comms))
-        ist_zip_refuse("MPI_Comm_split", "beyond 256 communicators that span sites");
-    comms[ncomms++] = z;
-    *newcomm = native;
-    return MPI_SUCCESS;
+    return rc;
 }
 
 static void free_arrays(struct ist_zcomm *c)
@@ -295,6 +302,7 @@ int ist_zip_free_comm(struct ist_zcomm *c)
         if (comms[i] == c) comms[i] = comms[--ncomms];
     PMPI_Comm_free(&c->coll->local);
     PMPI_Comm_free(&c->local);
+    ist_zip_free_topo(c->topo);
     free_arrays(c->coll);
     free_arrays(c);
     return MPI_SUCCESS;
@@ -345,12 +353,8 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
         return PMPI_##name args;                                    \
     }
 
-NATIVE_ONLY(Comm_group, (MPI_Comm comm, MPI_Group *group), (comm, group), comm)
-NATIVE_ONLY(Comm_compare, (MPI_Comm a, MPI_Comm b, int *result), (a, b, result), a)
 NATIVE_ONLY(Comm_idup, (MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request), (comm, newcomm, request), comm)
 NATIVE_ONLY(Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm), (comm, info, newcomm), comm)
-NATIVE_ONLY(Graph_create, (MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm *newcomm),
-            (comm, nnodes, index, edges, reorder, newcomm), comm)
 NATIVE_ONLY(Dist_graph_create_adjacent,
             (MPI_Comm comm, int indegree, const int sources[], const int sourceweights[], int outdegree,
              const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *newcomm),
@@ -365,3 +369,47 @@ NATIVE_ONLY(Win_allocate, (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm
             (size, disp_unit, info, comm, baseptr, win), comm)
 NATIVE_ONLY(File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh),
             (comm, filename, amode, info, fh), comm)
+
+/* Open MPI's Fortran entries call PMPI_X, past the C functions above: the same for
+ * Fortran (zip_fortran.h). */
+#ifdef OPEN_MPI
+#include "zip_fortran.h"
+
+void mpi_comm_rank_(MPI_Fint *comm, MPI_Fint *rank, MPI_Fint *ierr)
+{
+    *ierr = MPI_Comm_rank(PMPI_Comm_f2c(*comm), rank);
+}
+IST_ZIP_FORTRAN(mpi_comm_rank, MPI_COMM_RANK, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
+
+void mpi_comm_size_(MPI_Fint *comm, MPI_Fint *size, MPI_Fint *ierr)
+{
+    *ierr = MPI_Comm_size(PMPI_Comm_f2c(*comm), size);
+}
+IST_ZIP_FORTRAN(mpi_comm_size, MPI_COMM_SIZE, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
+
+void mpi_comm_compare_(MPI_Fint *a, MPI_Fint *b, MPI_Fint *result, MPI_Fint *ierr)
+{
+    *ierr = MPI_Comm_compare(PMPI_Comm_f2c(*a), PMPI_Comm_f2c(*b), result);
+}
+IST_ZIP_FORTRAN(mpi_comm_compare, MPI_COMM_COMPARE, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+#endif
+
+/* Comm_compare: congruent when the same world ranks in the same order. */
+int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result)
+{
+    struct ist_zcomm *x = ist_zip_active ? ist_zip_comm(a) : NULL, *y = ist_zip_active ? ist_zip_comm(b) : NULL;
+    if (!x && !y) return PMPI_Comm_compare(a, b, result);
+    *result = MPI_UNEQUAL;
+    if (a == b) *result = MPI_IDENT;
+    else if (x && y && x->size == y->size) {
+        int same = 1, order = 1;
+        for (int i = 0; i < x->size; i++) {
+            order &= x->world[i] == y->world[i];
+            int found = 0;
+            for (int j = 0; j < y->size; j++) found |= x->world[i] == y->world[j];
+            same &= found;
+        }
+        *result = order ? MPI_CONGRUENT : same ? MPI_SIMILAR : MPI_UNEQUAL;
+    }
+    return MPI_SUCCESS;
+}

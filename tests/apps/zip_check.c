@@ -4,6 +4,7 @@
  * "zip_check rank R of N: ok". With the argument "refused" it first calls something
  * the layer does not carry across yet. */
 #include <mpi.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,26 @@ static void nonblocking(void)
         MPI_Recv(d, n, MPI_DOUBLE, ps.MPI_SOURCE, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         CHECK(d[4] == 5, "probed message");
     }
+    /* Matched probes: Mprobe + Mrecv, and Improbe + Imrecv, from both sides. */
+    int token[2] = {rank, 21};
+    MPI_Request sr[2];
+    MPI_Isend(token, 2, MPI_INT, right, 21, MPI_COMM_WORLD, &sr[0]);
+    MPI_Issend(token, 2, MPI_INT, left, 22, MPI_COMM_WORLD, &sr[1]);
+    MPI_Message msg;
+    MPI_Status ms;
+    MPI_Mprobe(MPI_ANY_SOURCE, 21, MPI_COMM_WORLD, &msg, &ms);
+    CHECK(ms.MPI_SOURCE == left && ms.MPI_TAG == 21, "mprobe source %d tag %d", ms.MPI_SOURCE, ms.MPI_TAG);
+    int got[2] = {-1, -1};
+    MPI_Mrecv(got, 2, MPI_INT, &msg, &ms);
+    CHECK(got[0] == left && ms.MPI_SOURCE == left && msg == MPI_MESSAGE_NULL, "mrecv %d from %d", got[0], ms.MPI_SOURCE);
+    int found = 0;
+    while (!found) MPI_Improbe(right, MPI_ANY_TAG, MPI_COMM_WORLD, &found, &msg, &ms);
+    MPI_Request ir;
+    MPI_Imrecv(got, 2, MPI_INT, &msg, &ir);
+    MPI_Wait(&ir, &ms);
+    CHECK(got[0] == right && ms.MPI_SOURCE == right && ms.MPI_TAG == 22, "imrecv %d from %d tag %d", got[0], ms.MPI_SOURCE, ms.MPI_TAG);
+    MPI_Waitall(2, sr, MPI_STATUSES_IGNORE);
+
     /* A receive cancelled before anything matches it. */
     MPI_Request c;
     int x;
@@ -216,6 +237,205 @@ static void communicators(void)
     CHECK(parity == MPI_COMM_NULL, "freed communicator not null");
 }
 
+/* Bsend, Rsend, Sendrecv_replace, Waitany, Testall, Request_free, a struct type with gaps. */
+static void more_p2p(void)
+{
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    int pack;
+    MPI_Pack_size(4, MPI_INT, MPI_COMM_WORLD, &pack);
+    char *attached = malloc((size_t)pack + MPI_BSEND_OVERHEAD);
+    MPI_Buffer_attach(attached, pack + MPI_BSEND_OVERHEAD);
+    int four[4] = {rank, rank, rank, rank}, in[4];
+    MPI_Request r;
+    MPI_Irecv(in, 4, MPI_INT, left, 31, MPI_COMM_WORLD, &r);
+    MPI_Barrier(MPI_COMM_WORLD); /* every receive is posted: Rsend is allowed */
+    MPI_Bsend(four, 2, MPI_INT, right, 30, MPI_COMM_WORLD);
+    MPI_Rsend(four, 4, MPI_INT, right, 31, MPI_COMM_WORLD);
+    int idx = -1;
+    MPI_Status st;
+    MPI_Waitany(1, &r, &idx, &st);
+    CHECK(idx == 0 && in[3] == left && st.MPI_SOURCE == left, "rsend/waitany %d %d", idx, in[3]);
+    MPI_Recv(in, 2, MPI_INT, left, 30, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(in[1] == left, "bsend %d", in[1]);
+    int size_out;
+    void *detached;
+    MPI_Buffer_detach(&detached, &size_out);
+    free(attached);
+
+    int v = rank;
+    MPI_Sendrecv_replace(&v, 1, MPI_INT, right, 32, left, 32, MPI_COMM_WORLD, &st);
+    CHECK(v == left && st.MPI_SOURCE == left, "sendrecv_replace %d", v);
+
+    struct item { char c; double d; int i; } items[3], got[3];
+    MPI_Datatype item;
+    int lens[3] = {1, 1, 1};
+    MPI_Aint disp[3] = {offsetof(struct item, c), offsetof(struct item, d), offsetof(struct item, i)};
+    MPI_Datatype types[3] = {MPI_CHAR, MPI_DOUBLE, MPI_INT};
+    MPI_Type_create_struct(3, lens, disp, types, &item);
+    MPI_Type_commit(&item);
+    for (int i = 0; i < 3; i++) items[i] = (struct item){(char)('a' + rank), rank + i / 10.0, rank * 10 + i};
+    MPI_Request two[2];
+    MPI_Irecv(got, 3, item, left, 33, MPI_COMM_WORLD, &two[0]);
+    MPI_Isend(items, 3, item, right, 33, MPI_COMM_WORLD, &two[1]);
+    int flag = 0;
+    while (!flag) MPI_Testall(2, two, &flag, MPI_STATUSES_IGNORE);
+    CHECK(got[2].c == 'a' + left && got[2].i == left * 10 + 2 && got[1].d == left + 0.1, "struct type");
+    int elements;
+    MPI_Status est;
+    MPI_Sendrecv(items, 1, item, right, 34, got, 3, item, left, 34, MPI_COMM_WORLD, &est);
+    MPI_Get_elements(&est, MPI_DOUBLE, &elements);
+    MPI_Get_count(&est, item, &flag);
+    CHECK(flag == 1, "struct count %d", flag);
+    MPI_Type_free(&item);
+
+    /* A receive freed while under way still receives. */
+    MPI_Request lost;
+    int late = -1;
+    MPI_Irecv(&late, 1, MPI_INT, left, 35, MPI_COMM_WORLD, &lost);
+    MPI_Request_free(&lost);
+    CHECK(lost == MPI_REQUEST_NULL, "request_free");
+    MPI_Send(&rank, 1, MPI_INT, right, 35, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Persistent requests, started several times, with Startall and Waitall. */
+static void persistent(void)
+{
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    int out = 0, in = -1;
+    MPI_Request req[2];
+    MPI_Recv_init(&in, 1, MPI_INT, left, 40, MPI_COMM_WORLD, &req[0]);
+    MPI_Send_init(&out, 1, MPI_INT, right, 40, MPI_COMM_WORLD, &req[1]);
+    for (int round = 0; round < 3; round++) {
+        out = rank * 10 + round;
+        MPI_Startall(2, req);
+        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        CHECK(in == left * 10 + round, "persistent round %d: %d", round, in);
+        CHECK(req[0] != MPI_REQUEST_NULL, "a persistent request became null");
+    }
+    MPI_Status st;
+    MPI_Wait(&req[0], &st); /* inactive: returns at once */
+    MPI_Request_free(&req[0]);
+    MPI_Request_free(&req[1]);
+}
+
+/* Groups of world, Comm_create, Comm_create_group, Comm_split_type, Comm_compare. */
+static void groups(void)
+{
+    MPI_Group world, evens, back;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int gsize, grank;
+    MPI_Group_size(world, &gsize);
+    MPI_Group_rank(world, &grank);
+    CHECK(gsize == size && grank == rank, "world group %d %d", gsize, grank);
+    int range[1][3] = {{0, size - 1, 2}};
+    MPI_Group_range_incl(world, 1, range, &evens);
+    int esize;
+    MPI_Group_size(evens, &esize);
+    CHECK(esize == (size + 1) / 2, "evens %d", esize);
+    int from[2] = {0, 1}, to[2];
+    MPI_Group_translate_ranks(evens, 2, from, world, to);
+    CHECK(to[0] == 0 && to[1] == 2, "translate %d %d", to[0], to[1]);
+    MPI_Group_union(evens, world, &back);
+    int cmp;
+    MPI_Group_compare(back, world, &cmp);
+    CHECK(cmp == MPI_SIMILAR, "union similar %d", cmp);
+    MPI_Group_free(&back);
+
+    MPI_Comm ecomm;
+    MPI_Comm_create(MPI_COMM_WORLD, evens, &ecomm);
+    if (rank % 2 == 0) {
+        int er, sum;
+        MPI_Comm_rank(ecomm, &er);
+        CHECK(er == rank / 2, "comm_create rank %d", er);
+        MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, ecomm);
+        int expect = 0;
+        for (int r = 0; r < size; r += 2) expect += r;
+        CHECK(sum == expect, "comm_create allreduce %d", sum);
+        MPI_Comm gcomm;
+        MPI_Comm_create_group(MPI_COMM_WORLD, evens, 7, &gcomm);
+        MPI_Comm_compare(gcomm, ecomm, &cmp);
+        CHECK(cmp == MPI_CONGRUENT, "create_group congruent %d", cmp);
+        MPI_Barrier(gcomm);
+        MPI_Comm_free(&gcomm);
+        MPI_Comm_free(&ecomm);
+    } else {
+        CHECK(ecomm == MPI_COMM_NULL, "not a member but got a communicator");
+    }
+    MPI_Group_free(&evens);
+    MPI_Group_free(&world);
+
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int nsize;
+    MPI_Comm_size(node, &nsize);
+    CHECK(nsize >= 1 && nsize <= size / 2, "split_type %d", nsize);
+    MPI_Comm_free(&node);
+    MPI_Comm_compare(MPI_COMM_WORLD, MPI_COMM_WORLD, &cmp);
+    CHECK(cmp == MPI_IDENT, "compare world %d", cmp);
+    int *tag_ub, found;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
+    CHECK(found && *tag_ub >= 32767, "MPI_TAG_UB");
+}
+
+/* A periodic ring of all ranks and a 2 x (size/2) grid; its rows. */
+static void topologies(void)
+{
+    int dims[2] = {0, 0}, periods[2] = {1, 0};
+    MPI_Dims_create(size, 2, dims);
+    MPI_Comm grid;
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+    int coords[2], grank, src, dst, status;
+    MPI_Comm_rank(grid, &grank);
+    MPI_Cart_coords(grid, grank, 2, coords);
+    CHECK(grank == rank && coords[0] == rank / dims[1] && coords[1] == rank % dims[1], "cart coords");
+    MPI_Topo_test(grid, &status);
+    CHECK(status == MPI_CART, "topo_test %d", status);
+    MPI_Cart_shift(grid, 0, 1, &src, &dst);
+    int up = ((coords[0] + 1) % dims[0]) * dims[1] + coords[1];
+    CHECK(dst == up, "cart_shift dst %d, expected %d", dst, up);
+    int v = -1;
+    MPI_Sendrecv(&grank, 1, MPI_INT, dst, 50, &v, 1, MPI_INT, src, 50, grid, MPI_STATUS_IGNORE);
+    CHECK(v == src, "shifted %d from %d", v, src);
+    MPI_Cart_shift(grid, 1, 1, &src, &dst);
+    CHECK(coords[1] + 1 < dims[1] ? dst == grank + 1 : dst == MPI_PROC_NULL, "non-periodic shift %d", dst);
+    int keep[2] = {1, 0}, crank, csize; /* the columns: they span the sites */
+    MPI_Comm col;
+    MPI_Cart_sub(grid, keep, &col);
+    MPI_Comm_rank(col, &crank);
+    MPI_Comm_size(col, &csize);
+    CHECK(csize == dims[0] && crank == coords[0], "cart_sub %d of %d", crank, csize);
+    int sum;
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, col);
+    int expect = 0;
+    for (int r = 0; r < dims[0]; r++) expect += r * dims[1] + coords[1];
+    CHECK(sum == expect, "column sum %d", sum);
+    MPI_Comm_free(&col);
+    MPI_Comm_free(&grid);
+}
+
+/* Scan, Exscan, Reduce_scatter_block, Alltoallw. */
+static void more_collectives(void)
+{
+    int v = rank + 1, scan, exscan = -7;
+    MPI_Scan(&v, &scan, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(scan == (rank + 1) * (rank + 2) / 2, "scan %d", scan);
+    MPI_Exscan(&v, &exscan, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank > 0) CHECK(exscan == rank * (rank + 1) / 2, "exscan %d", exscan);
+    int *parts = malloc(sizeof(int) * 2 * (size_t)size), mine[2];
+    for (int i = 0; i < 2 * size; i++) parts[i] = i;
+    MPI_Reduce_scatter_block(parts, mine, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(mine[0] == 2 * rank * size && mine[1] == (2 * rank + 1) * size, "reduce_scatter_block %d %d", mine[0], mine[1]);
+    free(parts);
+    int *sc = malloc(sizeof(int) * (size_t)size), *sd = malloc(sizeof(int) * (size_t)size);
+    int *sendw = malloc(sizeof(int) * (size_t)size), *recvw = malloc(sizeof(int) * (size_t)size);
+    MPI_Datatype *ty = malloc(sizeof(MPI_Datatype) * (size_t)size);
+    for (int i = 0; i < size; i++) sc[i] = 1, sd[i] = i * (int)sizeof(int), ty[i] = MPI_INT, sendw[i] = rank * 100 + i;
+    MPI_Alltoallw(sendw, sc, sd, ty, recvw, sc, sd, ty, MPI_COMM_WORLD);
+    for (int i = 0; i < size; i++) CHECK(recvw[i] == i * 100 + rank, "alltoallw %d: %d", i, recvw[i]);
+    free(sc), free(sd), free(sendw), free(recvw), free(ty);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -223,8 +443,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(size >= 2, "needs 2 ranks or more");
     if (argc > 1 && strcmp(argv[1], "refused") == 0) { /* a call not carried yet */
-        MPI_Group g;
-        MPI_Comm_group(MPI_COMM_WORLD, &g);
+        MPI_Request r;
+        MPI_Ibarrier(MPI_COMM_WORLD, &r);
     }
     all_pairs();
     wildcard_order();
@@ -232,6 +452,11 @@ int main(int argc, char **argv)
     datatypes();
     collectives();
     communicators();
+    more_p2p();
+    persistent();
+    groups();
+    topologies();
+    more_collectives();
     printf("zip_check rank %d of %d: ok\n", rank, size);
     MPI_Finalize();
     return 0;

@@ -9,6 +9,7 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from isthmus.errors import UserError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
 PROBE = Path(__file__).resolve().parents[2] / "build" / "bin" / "isthmus-probe"
+PROBE_PORT = 5201  # isthmus-probe serve's default
 _counter = iter(range(10**6))
 
 
@@ -165,11 +167,27 @@ def test_router_killed_then_down_cleans(isthmus: Run) -> None:
         assert net.load_state(name) is None
 
 
+def tcp_connect(name: str, host: str, address: str) -> subprocess.CompletedProcess[str]:
+    """Open a TCP connection from host to address:PROBE_PORT (a probe server listens)."""
+    code = f"import socket; socket.create_connection(('{address}', {PROBE_PORT}), timeout=1)"
+    return subprocess.run(
+        ["ip", "netns", "exec", net.netns_name(name, host), sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
 def test_disjoint_clusters_reach_only_the_zipper() -> None:
     with network(PLATFORMS / "zipper.toml") as name, probe_server(name, "gate0"):
         with probe_server(name, "right0"):
             r = probe(name, "left0", "rtt", "198.18.2.1", "--udp", "--count", "2")
             assert r["count"] == 0 and r["lost"] == 2  # left and right have no route
+            # nor a TCP connection (the right host listens: only the network refuses)
+            tcp = tcp_connect(name, "left0", "198.18.2.1")
+            assert tcp.returncode != 0 and "Error" in tcp.stderr
+            tcp = tcp_connect(name, "gate0", "198.18.2.1")
+            assert tcp.returncode == 0, tcp.stderr  # the zipper host reaches it
         r = probe(name, "left0", "rtt", "198.18.3.1", "--udp", "--count", "10")
         assert r["count"] == 10
         r = probe(name, "right1", "rtt", "198.18.3.1", "--udp", "--count", "10")
