@@ -2,8 +2,10 @@
 # Installs what isthmus needs on Debian 12: the two MPI implementations, compilers,
 # iproute2, SimGrid (SMPI, for comparisons), and a Python venv with pinned dependencies.
 # Idempotent: when everything is present it only checks (well under a second).
-#   scripts/install-deps.sh          what building and testing need
-#   scripts/install-deps.sh demo     also the applications of the demo and examples/sweeps/ (LAMMPS, NetPIPE, HPCC)
+#   scripts/install-deps.sh          what building and testing need, with the applications
+#                                    the demo, examples/sweeps/ and the zipper tests run
+#                                    (LAMMPS, NetPIPE, HPCC)
+#   scripts/install-deps.sh demo     the same (kept for the Makefile's demo target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,8 +13,8 @@ apt_packages=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev libucx-dev gfortran g++ cmake make pkg-config
   python3 python3-venv python3-mpi4py python3-numpy iproute2 libsimgrid-dev curl
   chromium  # the report test renders the page headless
+  lammps netpipe-openmpi netpipe-mpich2 hpcc  # applications: demo, sweeps, zipper tests
 )
-[ "${1:-}" = demo ] && apt_packages+=(lammps netpipe-openmpi netpipe-mpich2 hpcc)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -41,7 +41,7 @@ HAND_WRITTEN = [("init", "MPI_Init"), ("init", "MPI_Init_thread"), ("init", "MPI
 # Blocking functions whose sleeping form is written by hand in sleep_wait.c.
 HAND_SLEEP = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Probe", "MPI_Sendrecv"}
 
-# The functions src/zip carries across forwarders (zip_calls.c, zip_persist.c):
+# The functions src/zip carries across forwarders (zip_calls.c, zip_persist.c, zip_icoll.c):
 # ist_zip_X(args..., int *rc) returns 1 when it served the call.
 ZIP_CALLS = {
     *(f"MPI_{n}" for n in ("Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Ibsend")),
@@ -60,6 +60,11 @@ ZIP_CALLS = {
     "MPI_Exscan",
     *(f"MPI_{n}" for n in ("Comm_dup", "Comm_split", "Comm_free", "Comm_create")),
     *(f"MPI_{n}" for n in ("Comm_create_group", "Comm_split_type", "Cart_create")),
+    # nonblocking collectives (zip_icoll.c)
+    *(f"MPI_I{n}" for n in ("barrier", "bcast", "reduce", "allreduce", "gather", "gatherv")),
+    *(f"MPI_I{n}" for n in ("scatter", "scatterv", "allgather", "allgatherv", "alltoall")),
+    *(f"MPI_I{n}" for n in ("alltoallv", "alltoallw", "reduce_scatter", "scan", "exscan")),
+    "MPI_Ireduce_scatter_block",
 }
 
 # How a Fortran wrapper turns a by-reference argument into the C value a recorder takes.

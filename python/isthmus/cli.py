@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -11,7 +12,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, atomic, net, records, rootless, signals
+from . import __version__, atomic, net, paths, records, rootless, signals
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
@@ -164,8 +165,38 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout=timeout,
         net=args.net,
         emulate=not args.no_emulation,
+        site=args.site,
+        site_ranks=tuple(_site_ranks(args.site_ranks)),
+        forwarders=tuple(f for f in (args.forwarders or "").split(",") if f),
     )
     return run(req)
+
+
+def _site_ranks(text: str | None) -> list[tuple[str, int]]:
+    """--site-ranks left=64,right=32"""
+    out = []
+    for item in (text or "").split(","):
+        if not item:
+            continue
+        name, _, count = item.partition("=")
+        if not name or not count.isdigit():
+            raise UserError(f"--site-ranks {item}: expected NAME=N, for example left=64")
+        out.append((name, int(count)))
+    return out
+
+
+def cmd_forward(args: argparse.Namespace) -> int:
+    """Run a forwarder on this (dual-homed) host, in the foreground, until the job ends."""
+    if args.ranks < 1:
+        raise UserError(f"--ranks {args.ranks}: expected the world's number of ranks (1 or more)")
+    for spec in args.listen:
+        host, _, port = spec.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UserError(f"--listen {spec}: expected ADDRESS:PORT, for example 10.1.0.5:7300")
+    cmd = [str(paths.forwarder()), "--ranks", str(args.ranks), "--name", args.name]
+    for spec in args.listen:
+        cmd += ["--listen", spec]
+    return subprocess.run(cmd).returncode
 
 
 def cmd_profile_show(args: argparse.Namespace) -> int:
@@ -657,8 +688,33 @@ def build_parser() -> Parser:
         action="store_true",
         help="run on the machine's own transports, without the emulated network",
     )
+    rp.add_argument(
+        "--site",
+        metavar="NAME",
+        help="on real sites joined by zipper hosts: run this site's job (docs/zipper.md)",
+    )
+    rp.add_argument(
+        "--site-ranks", metavar="NAME=N,...", help="with --site: every site's number of ranks"
+    )
+    rp.add_argument(
+        "--forwarders",
+        metavar="ADDR:PORT,...",
+        help="with --site: the forwarders, as this site reaches them",
+    )
     rp.add_argument("app", nargs=argparse.REMAINDER, help="the application and its arguments")
     rp.set_defaults(func=cmd_run)
+
+    fp = sub.add_parser(
+        "forward",
+        help="run a zipper host's forwarder (real sites; isthmus run starts them when emulating)",
+    )
+    fp.add_argument(
+        "--listen", action="append", required=True, metavar="ADDR:PORT",
+        help="an address to accept ranks on: one per network the host joins",
+    )  # fmt: skip
+    fp.add_argument("--ranks", type=int, required=True, help="the world's number of ranks")
+    fp.add_argument("--name", default="forwarder", help="for messages (default: forwarder)")
+    fp.set_defaults(func=cmd_forward)
 
     ex = sub.add_parser("experiment", help="the project's measurements: list, run, render")
     xsub = ex.add_subparsers(dest="action", required=True, parser_class=Parser)

@@ -178,6 +178,17 @@ class Platform:
             links = [self.cluster(src).uplink, wan, dst_cluster.uplink, into]
         return [lk for lk in links if lk is not None]
 
+    def forwarded_route(self, src: str, dst: str) -> list[LinkModel] | None:
+        """The links a message crosses from a host of src to one of dst through the first
+        zipper host joining them (docs/zipper.md): into the zipper host, then into the
+        destination host; None when no zipper joins them."""
+        for z in self.zippers:
+            if src in z.clusters and dst in z.clusters:
+                dst_cluster = self.cluster(dst)
+                into = dst_cluster.lan if dst_cluster.lan_emulated else None
+                return [lk for lk in (z.link, into) if lk is not None]
+        return None
+
     def rank_clusters(self) -> list[str]:
         """The cluster of every world rank of the clusters (zipper ranks come after):
         in blocks in file order, or with layer.placement = "round-robin" one rank of each

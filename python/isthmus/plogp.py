@@ -234,12 +234,13 @@ def from_platform(platform: Platform) -> Params:
     one-way latencies on the path; os(m) = or(m) = a fixed overhead plus a memory copy;
     g(m) = os(m) plus m over the narrowest rate. The LAN class is a path inside the first
     cluster, the WAN class the path from the first cluster to the second (uplink,
-    wide-area link, downlink, LAN port)."""
+    wide-area link, downlink, LAN port), or through the zipper host that joins them."""
     sizes = (0, *(1 << i for i in range(0, 27)))  # up to 64 MiB
     first = platform.clusters[0].name
     classes = {"lan": _derived(platform.route(first, first) or [], sizes)}
     if len(platform.clusters) >= 2:
-        path = platform.route(first, platform.clusters[1].name)
+        second = platform.clusters[1].name
+        path = platform.route(first, second) or platform.forwarded_route(first, second)
         if path is not None:
             classes["wan"] = _derived(path, sizes)
     return Params(platform.name, f"platform {platform.path.name}", classes)

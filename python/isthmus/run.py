@@ -52,6 +52,10 @@ class RunRequest:
     emulate: bool = True
     stdout: Path | None = None  # where the application's standard output goes (default: ours)
     environment: tuple[tuple[str, str], ...] = ()  # more variables for every rank (they win)
+    # one site's job of a zipped platform on real machines (docs/zipper.md)
+    site: str | None = None
+    site_ranks: tuple[tuple[str, int], ...] = ()
+    forwarders: tuple[str, ...] = ()
 
 
 def rank_count(platform: Platform, requested: int | None) -> int:
@@ -401,13 +405,8 @@ def zipped_processes(
             **layer_env,
             **zplan.environment(site),
             "ISTHMUS_NETNS": ",".join(namespaces[r] for r in ranks),
-            "ISTHMUS_CLUSTERS": ",".join(
-                f"{n}:{k}" for n, k in zipper.site_blocks(platform, ranks)
-            ),
             "ISTHMUS_STATUS_DIR": str(site_status),
-            "ISTHMUS_COLL": "native",
         }
-        env.pop("ISTHMUS_PLOGP", None)
         cmd = ["ip", "netns", "exec", namespaces[ranks[0]]]
         cmd += impl.launch_command(len(ranks), sorted(env), argv)
         launchers.append(
@@ -445,14 +444,30 @@ def run(req: RunRequest) -> int:
     if not req.app:
         raise UserError("no application given: isthmus run -p PLATFORM -- APP [ARGS...]")
     impl = mpi.choose(req.mpi, req.app[0])
-    nranks = rank_count(req.platform, req.nranks)
     zipped = zipper.zipped(req.platform)
-    if zipped:
-        if not (req.emulate and req.platform.emulated):
+    site_env: dict[str, str] = {}
+    if zipped and not (req.emulate and req.platform.emulated):
+        if req.site is None:
             raise UserError(
                 f"{req.platform.path}: its clusters are joined only through zipper hosts: on "
-                "real sites start isthmus-forward and each site's job by hand (docs/zipper.md)"
+                "real sites run each site's job with --site, --site-ranks and --forwarders "
+                "(docs/zipper.md)"
             )
+        zplan, site = zipper.real_site_plan(
+            req.platform, req.site, dict(req.site_ranks), list(req.forwarders)
+        )
+        site_env = zplan.environment(site)
+        nranks = len(zplan.site_ranks(site))
+        if req.nranks is not None and req.nranks != nranks:
+            raise UserError(f"-n {req.nranks}: --site-ranks gives site {req.site} {nranks}")
+        zipped = False  # this launcher runs one site's job: no forwarders to start here
+    else:
+        if req.site is not None:
+            raise UserError(
+                "--site: only for a platform of real sites joined by zipper hosts (docs/zipper.md)"
+            )
+        nranks = rank_count(req.platform, req.nranks)
+    if zipped:
         if req.profile is not None or req.platform.layer.profile:
             raise UserError("--profile: profiling a run across zipper hosts is not supported yet")
         hosts = net.plan(req.platform).hosts
@@ -492,6 +507,9 @@ def run(req: RunRequest) -> int:
             layer_env.update(collective_environment(req.platform, Path(status_dir)))
             layer_env["ISTHMUS_WAIT"] = wait_mode(req.platform, impl, nranks, cores)
             layer_env.update(pio_environment(req.platform, nranks))
+            layer_env.update(site_env)
+            if site_env and os.environ.get("ISTHMUS_CLUSTER"):  # the documented override
+                layer_env["ISTHMUS_CLUSTER"] = os.environ["ISTHMUS_CLUSTER"]
             layer_env.update(dict(req.environment))
             prefix: list[str] = []
             alive = None

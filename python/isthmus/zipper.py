@@ -98,14 +98,44 @@ def plan(platform: Platform, addresses: dict[str, str]) -> ZipPlan:
     return ZipPlan(groups, [where[c] for c in platform.rank_clusters()], forwarders)
 
 
-def site_blocks(platform: Platform, ranks: list[int]) -> list[tuple[str, int]]:
-    """The clusters of a site's ranks as runs (cluster, count), for ISTHMUS_CLUSTERS of
-    the site's own job."""
-    clusters = platform.rank_clusters()
-    runs: list[tuple[str, int]] = []
-    for r in ranks:
-        if runs and runs[-1][0] == clusters[r]:
-            runs[-1] = (clusters[r], runs[-1][1] + 1)
-        else:
-            runs.append((clusters[r], 1))
-    return runs
+def real_site_plan(
+    platform: Platform, site: str, site_ranks: dict[str, int], forwarders: list[str]
+) -> tuple[ZipPlan, int]:
+    """The plan of one site's job on real machines (docs/zipper.md, "On real sites"): the
+    site named by one of its clusters, every site's rank count (by one of its clusters'
+    names), and the forwarders' ADDRESS:PORT as this site reaches them. World ranks are
+    the sites' ranks in blocks in file order, or taking turns with layer.placement =
+    "round-robin"."""
+    groups = sites(platform)
+
+    def group_of(name: str, what: str) -> int:
+        for i, g in enumerate(groups):
+            if name in g or name == "+".join(g):
+                return i
+        raise UserError(
+            f"{what} {name!r}: expected a cluster of the platform "
+            f"({', '.join(c.name for c in platform.clusters)})"
+        )
+
+    counts = [0] * len(groups)
+    for name, n in site_ranks.items():
+        if n < 1:
+            raise UserError(f"--site-ranks {name}={n}: expected a positive number of ranks")
+        counts[group_of(name, "--site-ranks")] = n
+    missing = ["+".join(g) for g, n in zip(groups, counts, strict=True) if n == 0]
+    if missing:
+        raise UserError(
+            f"--site-ranks: no count for {', '.join(missing)}: expected NAME=N for every site"
+        )
+    for f in forwarders:
+        host, _, port = f.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UserError(f"--forwarders {f}: expected ADDRESS:PORT")
+    if not forwarders:
+        raise UserError("--forwarders: expected one ADDRESS:PORT or more")
+    if platform.layer.placement == "block":
+        site_of_rank = [i for i, n in enumerate(counts) for _ in range(n)]
+    else:
+        site_of_rank = [i for k in range(max(counts)) for i, n in enumerate(counts) if k < n]
+    plan_ = ZipPlan(groups, site_of_rank, [Forwarder(f, f) for f in forwarders])
+    return plan_, group_of(site, "--site")

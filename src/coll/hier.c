@@ -1,5 +1,6 @@
 /* The selector and the per-communicator hierarchy cache of the WAN-aware collectives. */
 #include "hier.h"
+#include "zip.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -129,10 +130,17 @@ static void load_model(void)
     model_loaded = 1;
 }
 
+/* Under zipper forwarding a communicator that spans sites always takes the cluster-aware
+ * algorithm where it applies (there is no MPI's own across sites: the alternative is
+ * src/zip's simple shapes, which send more through the forwarders); layer.collectives
+ * then rules the communicators inside a site only. */
+static int zip_spanning_only;
+
 void ist_hier_init(void)
 {
     const char *mode = getenv("ISTHMUS_COLL");
     ist_hier_enabled = mode && strcmp(mode, "isthmus") == 0;
+    if (ist_zip_active && !ist_hier_enabled) ist_hier_enabled = zip_spanning_only = 1;
     parse_list("ISTHMUS_COLL_DISABLE", disable_one);
     parse_list("ISTHMUS_COLL_ALGORITHM", force_one);
     const char *seg = getenv("ISTHMUS_COLL_SEGMENT");
@@ -159,7 +167,10 @@ void ist_hier_init(void)
 
 static void free_hier(struct ist_hier *h)
 {
-    if (!h->single) {
+    if (!h->single && ist_zip_active) { /* src/zip may hold them */
+        MPI_Comm_free(&h->local);
+        MPI_Comm_free(&h->comm);
+    } else if (!h->single) {
         PMPI_Comm_free(&h->local);
         PMPI_Comm_free(&h->comm);
     }
@@ -258,7 +269,13 @@ static struct ist_hier *build(MPI_Comm comm)
                 break;
             }
     }
-    if (!h->single) {
+    if (!h->single && ist_zip_active) {
+        /* through the wrappers: src/zip makes them when comm spans sites (h->comm then
+         * does too, and our messages on it go through the forwarders; each cluster's
+         * part lies in one site and is native) */
+        MPI_Comm_dup(comm, &h->comm);
+        MPI_Comm_split(comm, h->my_cluster, h->rank, &h->local);
+    } else if (!h->single) {
         PMPI_Comm_dup(comm, &h->comm);
         PMPI_Comm_split(comm, h->my_cluster, h->rank, &h->local);
     }
@@ -424,7 +441,9 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
 {
     if (!ist_hier_enabled || ist_in_hier || disabled[id] || comm == MPI_COMM_NULL) return NULL;
     if (strcmp(forced[id], "native") == 0) return NULL;
-    int choose = !forced[id][0] && !select_always, way = IST_WAY_HIER;
+    int spanning = ist_zip_active && ist_zip_comm(comm);
+    if (zip_spanning_only && !spanning) return NULL;
+    int choose = !forced[id][0] && !select_always && !spanning, way = IST_WAY_HIER;
     /* a WAN no slower than the LAN and nothing measured: no hierarchy is even built */
     if (choose && !wan_pays && tuning.n == 0) return NULL;
     struct ist_hier *h = lookup(comm);
@@ -450,7 +469,7 @@ static int local_size(MPI_Comm comm)
 {
     int inter = 0, size = 0;
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
-    PMPI_Comm_size(comm, &size);
+    MPI_Comm_size(comm, &size); /* src/zip's answer for a communicator spanning sites */
     return size;
 }
 

@@ -39,17 +39,19 @@ void ist_layer_init(int provided)
     initialized = 1;
     ist_sleep_wait_init();
     run_start = ist_clock_now();
-    PMPI_Comm_dup(MPI_COMM_WORLD, &layer_comm);
-    ist_topology_init(layer_comm);
-    ist_hier_init();
-    /* Zipper forwarding (src/zip): one world over the sites' jobs. Its engine moves only
-     * inside MPI calls, so every blocking call waits by testing (and moving it); the
-     * profiler and the WAN-aware collectives see one site's job and stay off. */
+    /* Zipper forwarding (src/zip): one world over the sites' jobs, set up first so that
+     * the topology and the collectives see that world. Its engine moves only inside MPI
+     * calls, so every blocking call waits by testing (and moving it). The profiler is off
+     * there (it gathers over one site's job). */
     ist_zip_init();
     if (ist_zip_active) {
         ist_sleep_wait = 1;
-        ist_hier_enabled = 0;
+        MPI_Comm_dup(MPI_COMM_WORLD, &layer_comm); /* spans the sites: src/zip carries it */
+    } else {
+        PMPI_Comm_dup(MPI_COMM_WORLD, &layer_comm);
     }
+    ist_topology_init(layer_comm);
+    ist_hier_init();
     const char *path = getenv("ISTHMUS_PROFILE");
     if (path && *path && !ist_zip_active) {
         if (ist_profiler_init(ist_world_size(), provided == MPI_THREAD_MULTIPLE) == 0) {
@@ -82,7 +84,6 @@ void ist_layer_finalize(void)
     if (!initialized || finalized) return;
     finalized = 1;
     mark_finalizing();
-    ist_zip_finalize();
     ist_mpich_finalize_begin();
     uint64_t app_ticks = ist_ticks() - app_start_ticks;
     ist_profiling = 0;
@@ -96,7 +97,9 @@ void ist_layer_finalize(void)
     }
     ist_hier_finalize();
     ist_topology_finalize();
-    PMPI_Comm_free(&layer_comm);
+    if (ist_zip_comm(layer_comm)) ist_zip_free_comm(ist_zip_comm(layer_comm));
+    else PMPI_Comm_free(&layer_comm);
+    ist_zip_finalize(); /* the last: the collectives' communicators are freed by now */
 }
 
 void ist_layer_pcontrol(int level)

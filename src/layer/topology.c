@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "zip.h"
+
 struct rank_identity {
     char cluster[IST_NAME_MAX];
     char host[IST_NAME_MAX];
@@ -112,8 +114,10 @@ static int find_or_add_cluster(const char *name)
 
 int ist_topology_init(MPI_Comm world_dup)
 {
-    PMPI_Comm_size(world_dup, &world_size);
-    PMPI_Comm_rank(world_dup, &world_rank);
+    /* MPI_Comm_size and friends, not PMPI_: under zipper forwarding world_dup spans the
+     * sites and src/zip answers for it (otherwise they pass straight to the MPI). */
+    MPI_Comm_size(world_dup, &world_size);
+    MPI_Comm_rank(world_dup, &world_rank);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &comm_keyval, NULL);
 
     struct rank_identity me;
@@ -127,7 +131,10 @@ int ist_topology_init(MPI_Comm world_dup)
     decide_own_cluster(me.host, me.cluster);
 
     struct rank_identity *all = calloc((size_t)world_size, sizeof *all);
-    PMPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, world_dup);
+    if (ist_zip_active) /* across the sites: the layer's wrapper carries it */
+        MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, world_dup);
+    else
+        PMPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, world_dup);
 
     /* Cluster numbers follow the platform's order when the block list gives one, then the
      * order in which ranks name new clusters. */
@@ -197,15 +204,18 @@ const char *ist_cluster_name(int cluster) { return cluster_names[cluster]; }
 int ist_rank_cluster(int r) { return rank_cluster[r]; }
 const char *ist_rank_host(int r) { return rank_host[r]; }
 
+/* The group calls are MPI_ ones: under zipper forwarding the layer answers them for
+ * communicators that span sites, in world ranks (src/zip/zip_group.c); otherwise they
+ * pass straight to the MPI. */
 static int *translate_group(MPI_Group group, int n)
 {
     MPI_Group world_group;
-    PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
     int *ranks = malloc((size_t)n * sizeof(int));
     int *out = malloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) ranks[i] = i;
-    PMPI_Group_translate_ranks(group, n, ranks, world_group, out);
-    PMPI_Group_free(&world_group);
+    MPI_Group_translate_ranks(group, n, ranks, world_group, out);
+    MPI_Group_free(&world_group);
     free(ranks);
     return out;
 }
@@ -215,11 +225,11 @@ static struct ist_comm_info *make_info(MPI_Comm comm)
     struct ist_comm_info *info = calloc(1, sizeof *info);
     MPI_Group group;
     PMPI_Comm_test_inter(comm, &info->inter);
-    PMPI_Comm_size(comm, &info->size);
-    PMPI_Comm_rank(comm, &info->rank);
-    PMPI_Comm_group(comm, &group);
+    MPI_Comm_size(comm, &info->size);
+    MPI_Comm_rank(comm, &info->rank);
+    MPI_Comm_group(comm, &group);
     info->world = translate_group(group, info->size);
-    PMPI_Group_free(&group);
+    MPI_Group_free(&group);
     if (info->inter) {
         PMPI_Comm_remote_size(comm, &info->remote_size);
         PMPI_Comm_remote_group(comm, &group);

@@ -33,13 +33,14 @@ struct ist_zcomm {
     int *from_local;  /* rank in `local` -> communicator rank */
     struct ist_zcomm *coll; /* the collectives' own: context + 1, a duplicate of local */
     struct ist_ztopo *topo; /* a Cartesian or graph topology (zip_topo.c), or NULL */
+    unsigned icoll_seq;     /* nonblocking collectives started on it (zip_icoll.c) */
 };
 struct ist_ztopo;
 void ist_zip_free_topo(struct ist_ztopo *t);
 struct ist_ztopo *ist_zip_copy_topo(const struct ist_ztopo *t);
 
 /* An operation under way: a send or receive, internal or the application's. */
-enum ist_zop_kind { IST_ZOP_SEND, IST_ZOP_RECV };
+enum ist_zop_kind { IST_ZOP_SEND, IST_ZOP_RECV, IST_ZOP_COLL };
 struct ist_zop {
     enum ist_zop_kind kind;
     struct ist_zcomm *comm;
@@ -86,6 +87,11 @@ struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, M
 struct ist_zop *ist_zip_irecv(struct ist_zcomm *c, void *buf, int count, MPI_Datatype type,
                               int source, int tag);
 void ist_zip_progress(void);
+/* A nonblocking collective's op (done by ist_zip_complete_op), and the schedules' turn
+ * in every progress (zip_icoll.c). */
+struct ist_zop *ist_zip_coll_op(struct ist_zcomm *c);
+void ist_zip_complete_op(struct ist_zop *op);
+void ist_zip_icoll_progress(void);
 /* Wait until every op is done, driving the engine and sleeping between tries; copies
  * the statuses (statuses may be MPI_STATUSES_IGNORE) and frees the ops. */
 int ist_zip_wait_ops(int n, struct ist_zop **ops, MPI_Status *statuses);

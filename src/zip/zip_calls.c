@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "hier.h"
+#include "hier_calls.h"
 #include "zip.h"
 #include "zip_calls.h"
 #include "zip_engine.h"
@@ -194,11 +195,25 @@ int ist_zip_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message
     return ist_zip_imrecv(buf, count, type, message, request, rc);
 }
 
-/* ---- collectives ---------------------------------------------------------------------- */
+/* ---- collectives -----------------------------------------------------------------------
+ * The cluster-aware algorithm first (src/coll: one wide-area message per cluster, which
+ * now travels through the forwarders); where none applies, zip_coll.c's simple ones. */
+
+#define CLUSTER_AWARE(name, ...)                                  \
+    do {                                                          \
+        if (ist_hier_enabled) {                                   \
+            const int ist_h = ist_hier_##name(__VA_ARGS__);       \
+            if (ist_h != IST_HIER_DECLINED) {                     \
+                *rc = ist_h;                                      \
+                return 1;                                         \
+            }                                                     \
+        }                                                         \
+    } while (0)
 
 int ist_zip_Barrier(MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Barrier, comm);
     *rc = ist_zip_barrier(c);
     return 1;
 }
@@ -206,6 +221,7 @@ int ist_zip_Barrier(MPI_Comm comm, int *rc)
 int ist_zip_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Bcast, buffer, count, type, root, comm);
     *rc = ist_zip_bcast(c, buffer, count, type, root);
     return 1;
 }
@@ -214,6 +230,7 @@ int ist_zip_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t
                    int root, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Reduce, sendbuf, recvbuf, count, type, op, root, comm);
     *rc = ist_zip_reduce(c, sendbuf, recvbuf, count, type, op, root);
     return 1;
 }
@@ -222,6 +239,7 @@ int ist_zip_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
                       MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Allreduce, sendbuf, recvbuf, count, type, op, comm);
     /* In place, every rank's part is in recvbuf: the root reduces in place, the others send it. */
     const void *mine = sendbuf == MPI_IN_PLACE && c->rank != 0 ? recvbuf : sendbuf;
     *rc = ist_zip_reduce(c, mine, recvbuf, count, type, op, 0);
@@ -244,6 +262,7 @@ int ist_zip_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Gather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     int *counts, *displs;
     uniform(c->size, recvcount, &counts, &displs);
     *rc = ist_zip_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype, root);
@@ -257,6 +276,7 @@ int ist_zip_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
                     MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Gatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     *rc = ist_zip_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root);
     return 1;
 }
@@ -265,6 +285,7 @@ int ist_zip_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Scatter, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     int *counts, *displs;
     uniform(c->size, sendcount, &counts, &displs);
     *rc = ist_zip_scatterv(c, sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype, root);
@@ -278,6 +299,7 @@ int ist_zip_Scatterv(const void *sendbuf, const int sendcounts[], const int disp
                      int root, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Scatterv, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     *rc = ist_zip_scatterv(c, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root);
     return 1;
 }
@@ -287,6 +309,7 @@ int ist_zip_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype
                        MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Allgatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     /* Gather at rank 0, then broadcast the whole receive buffer as one indexed type. */
     if (sendbuf == MPI_IN_PLACE && c->rank != 0) {
         MPI_Aint lb, ext;
@@ -309,6 +332,7 @@ int ist_zip_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Allgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     int *counts, *displs;
     uniform(c->size, recvcount, &counts, &displs);
     ist_zip_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype, comm, rc);
@@ -321,6 +345,7 @@ int ist_zip_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Alltoall, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     int *scounts, *sdispls, *rcounts, *rdispls;
     uniform(c->size, sendcount, &scounts, &sdispls);
     uniform(c->size, recvcount, &rcounts, &rdispls);
@@ -334,6 +359,7 @@ int ist_zip_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdi
                       const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Alltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     *rc = ist_zip_alltoallv(c, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype);
     return 1;
 }
@@ -342,6 +368,7 @@ int ist_zip_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype typ
                  MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Scan, sendbuf, recvbuf, count, type, op, comm);
     *rc = ist_zip_scan(c, sendbuf, recvbuf, count, type, op, 0);
     return 1;
 }
@@ -350,6 +377,7 @@ int ist_zip_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t
                    MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Exscan, sendbuf, recvbuf, count, type, op, comm);
     *rc = ist_zip_scan(c, sendbuf, recvbuf, count, type, op, 1);
     return 1;
 }
@@ -358,6 +386,7 @@ int ist_zip_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcou
                            MPI_Datatype type, MPI_Op op, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Reduce_scatter, sendbuf, recvbuf, recvcounts, type, op, comm);
     *rc = ist_zip_reduce_scatter(c, sendbuf, recvbuf, recvcounts, type, op);
     return 1;
 }
@@ -366,6 +395,7 @@ int ist_zip_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcou
                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Reduce_scatter_block, sendbuf, recvbuf, recvcount, type, op, comm);
     int *counts = malloc(sizeof *counts * (size_t)c->size);
     for (int r = 0; r < c->size; r++) counts[r] = recvcount;
     *rc = ist_zip_reduce_scatter(c, sendbuf, recvbuf, counts, type, op);
@@ -378,6 +408,7 @@ int ist_zip_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdi
                       const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, int *rc)
 {
     SPANNING(comm);
+    CLUSTER_AWARE(Alltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     *rc = ist_zip_alltoallw(c, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                             recvtypes);
     return 1;

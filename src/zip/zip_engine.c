@@ -342,6 +342,7 @@ void ist_zip_progress(void)
     init_credit();
     ist_zip_transport_progress();
     progress_native();
+    ist_zip_icoll_progress();
     while (cancelled.head) {
         struct ist_zop *op = cancelled.head;
         list_remove(&cancelled, op);
@@ -362,6 +363,16 @@ static struct ist_zop *new_op(enum ist_zop_kind kind, struct ist_zcomm *c, void 
                            .greq = MPI_REQUEST_NULL, .rdv_peer = -1};
     return op;
 }
+
+struct ist_zop *ist_zip_coll_op(struct ist_zcomm *c)
+{
+    struct ist_zop *op = new_op(IST_ZOP_COLL, c, NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG);
+    op->st_source = MPI_ANY_SOURCE;
+    op->st_tag = MPI_ANY_TAG;
+    return op;
+}
+
+void ist_zip_complete_op(struct ist_zop *op) { complete(op); }
 
 struct ist_zop *ist_zip_new_recv_op(struct ist_zcomm *c, void *buf, int count, MPI_Datatype type)
 {

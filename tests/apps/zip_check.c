@@ -56,6 +56,7 @@ static void wildcard_order(void)
     } else {
         for (int v = 0; v < PER; v++) MPI_Send(&v, 1, MPI_INT, 0, 100 + v % 3, MPI_COMM_WORLD);
     }
+    MPI_Barrier(MPI_COMM_WORLD); /* no later message may meet those wildcard receives */
 }
 
 /* Nonblocking, mixed requests, Waitany/Testsome, probe, large and zero-size messages. */
@@ -436,6 +437,57 @@ static void more_collectives(void)
     free(sc), free(sd), free(sendw), free(recvw), free(ty);
 }
 
+/* Nonblocking collectives: several under way at once, and a barrier that completes only
+ * while the ranks keep receiving (the NBX pattern: it must not block in MPI_Ibarrier). */
+static void nonblocking_collectives(void)
+{
+    int sum = 0, b = rank == 1 ? 9 : 0, *all = malloc(sizeof(int) * (size_t)size);
+    int *to = malloc(sizeof(int) * (size_t)size), *from = malloc(sizeof(int) * (size_t)size);
+    for (int i = 0; i < size; i++) to[i] = rank * size + i;
+    int scan = 0, red = 0, v = rank + 1;
+    MPI_Request r[7];
+    MPI_Iallreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[0]);
+    MPI_Ibcast(&b, 1, MPI_INT, 1, MPI_COMM_WORLD, &r[1]);
+    MPI_Iallgather(&rank, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD, &r[2]);
+    MPI_Ialltoall(to, 1, MPI_INT, from, 1, MPI_INT, MPI_COMM_WORLD, &r[3]);
+    MPI_Iscan(&v, &scan, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[4]);
+    MPI_Ireduce(&v, &red, 1, MPI_INT, MPI_PROD, size - 1, MPI_COMM_WORLD, &r[5]);
+    MPI_Ibarrier(MPI_COMM_WORLD, &r[6]);
+    MPI_Waitall(7, r, MPI_STATUSES_IGNORE);
+    CHECK(sum == size * (size - 1) / 2, "iallreduce %d", sum);
+    CHECK(b == 9, "ibcast %d", b);
+    for (int i = 0; i < size; i++) CHECK(all[i] == i && from[i] == i * size + rank, "iallgather/ialltoall %d", i);
+    CHECK(scan == (rank + 1) * (rank + 2) / 2, "iscan %d", scan);
+    int fact = 1;
+    for (int i = 2; i <= size; i++) fact *= i;
+    if (rank == size - 1) CHECK(red == fact, "ireduce %d", red);
+
+    /* NBX: synchronous sends to the next two ranks; receive what comes while not all own
+     * sends are done; then a barrier, still receiving, until it completes. */
+    int targets[2] = {(rank + 1) % size, (rank + 2) % size}, got = 0, token = rank;
+    MPI_Request sends[2], barrier = MPI_REQUEST_NULL;
+    for (int i = 0; i < 2; i++) MPI_Issend(&token, 1, MPI_INT, targets[i], 60, MPI_COMM_WORLD, &sends[i]);
+    for (int done = 0; !done;) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, 60, MPI_COMM_WORLD, &flag, &st);
+        if (flag) {
+            int x;
+            MPI_Recv(&x, 1, MPI_INT, st.MPI_SOURCE, 60, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            got++;
+        }
+        if (barrier == MPI_REQUEST_NULL) {
+            int sent = 0;
+            MPI_Testall(2, sends, &sent, MPI_STATUSES_IGNORE);
+            if (sent) MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+        } else {
+            MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        }
+    }
+    CHECK(got == 2, "nbx received %d", got);
+    free(all), free(to), free(from);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -443,8 +495,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(size >= 2, "needs 2 ranks or more");
     if (argc > 1 && strcmp(argv[1], "refused") == 0) { /* a call not carried yet */
+        MPI_Comm dup;
         MPI_Request r;
-        MPI_Ibarrier(MPI_COMM_WORLD, &r);
+        MPI_Comm_idup(MPI_COMM_WORLD, &dup, &r);
     }
     all_pairs();
     wildcard_order();
@@ -457,6 +510,7 @@ int main(int argc, char **argv)
     groups();
     topologies();
     more_collectives();
+    nonblocking_collectives();
     printf("zip_check rank %d of %d: ok\n", rank, size);
     MPI_Finalize();
     return 0;

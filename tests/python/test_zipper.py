@@ -5,13 +5,16 @@ carried yet, and platforms the run refuses."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import APPS, MPIS, PLATFORMS, Run
+from conftest import APPS, ISTHMUS, MPIS, PLATFORMS, Run
 
 ZIPPER = PLATFORMS / "zipper.toml"
 
@@ -68,12 +71,92 @@ def test_mpi4py_across_the_forwarder(isthmus: Run) -> None:
     assert done.stdout.count("zip_mpi4py: ok serialized") == 4
 
 
+def test_a_forwarder_that_dies_ends_both_clusters(apps: dict[tuple[str, str], Path]) -> None:
+    """The ranks sleep outside MPI: isthmus run itself stops both sites' jobs."""
+    run = subprocess.Popen(
+        [ISTHMUS, "run", "-p", ZIPPER, "--timeout", "120s", "--", apps[("mpich", "sleeper")], "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert run.stdout is not None and run.stdout.readline().strip() == "ready"
+        forwarder = subprocess.run(
+            ["pgrep", "-n", "-f", "isthmus-forward --listen"], capture_output=True, text=True
+        ).stdout.split()
+        assert forwarder, "no forwarder is running"
+        killed = time.monotonic()
+        os.kill(int(forwarder[0]), signal.SIGKILL)
+        _, err = run.communicate(timeout=30)
+        assert time.monotonic() - killed < 10
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode != 0
+    assert "the forwarder on gate0 ended" in err
+    assert "ist-run" not in namespaces()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_real_sites_with_their_own_launchers(apps: dict[tuple[str, str], Path], mpi: str) -> None:
+    """Off the emulator: isthmus forward on this host, and each site's job started by its
+    own isthmus run --site (two launchers on one machine, the forwarder on loopback)."""
+    where = f"127.0.0.1:{free_port()}"
+    forward = subprocess.Popen(
+        [ISTHMUS, "forward", "--listen", where, "--ranks", "4", "--name", "gw"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def site_job(site: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [
+                ISTHMUS, "run", "-p", ZIPPER, "--no-emulation", "--mpi", mpi, "--site", site,
+                "--site-ranks", "left=2,right=2", "--forwarders", where, "--timeout", "120s",
+                "--", apps[(mpi, "zip_check")],
+            ],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    sites = [site_job("left"), site_job("right")]
+    try:
+        outs = [p.communicate(timeout=150) for p in sites]
+        forward.wait(timeout=30)
+    finally:
+        for p in [forward, *sites]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (_, err) in zip(sites, outs, strict=True):
+        assert p.returncode == 0, err
+    lines = sorted("".join(out for out, _ in outs).splitlines())
+    assert lines == [f"zip_check rank {r} of 4: ok" for r in range(4)]
+    assert forward.returncode == 0
+
+
+def test_real_site_options_are_checked(isthmus: Run) -> None:
+    done = isthmus("run", "-p", ZIPPER, "--no-emulation", "--", "true")
+    assert done.returncode == 2 and "--site, --site-ranks and --forwarders" in done.stderr
+    done = isthmus(
+        "run", "-p", ZIPPER, "--no-emulation", "--site", "left", "--site-ranks", "left=2",
+        "--forwarders", "127.0.0.1:7300", "--", "true",
+    )  # fmt: skip
+    assert done.returncode == 2 and "no count for right" in done.stderr
+    done = isthmus("forward", "--listen", "nowhere", "--ranks", "4")
+    assert done.returncode == 2 and "--listen nowhere: expected ADDRESS:PORT" in done.stderr
+
+
 def test_a_call_not_carried_yet_is_named(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
     done = isthmus(
         "run", "-p", ZIPPER, "--timeout", "120s", "--", apps[("openmpi", "zip_check")], "refused"
     )
     assert done.returncode != 0
-    assert "MPI_Ibarrier on a communicator that spans sites: not carried" in done.stderr
+    assert "MPI_Comm_idup on a communicator that spans sites: not carried" in done.stderr
 
 
 def test_platforms_the_forwarding_refuses(isthmus: Run, tmp_path: Path) -> None:
