@@ -419,7 +419,13 @@ int ist_zip_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdi
 int ist_zip_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm, int *rc)
 {
     SPANNING(comm);
-    *rc = ist_zip_split(c, 0, c->rank, newcomm); /* the same members: it spans sites too */
+    /* The same members, a new context from rank 0; the native part duplicated natively,
+     * so that attributes are copied by their keyvals' copy functions as MPI says. */
+    uint64_t context = c->rank == 0 ? ist_zip_new_contexts(1) : 0;
+    *rc = ist_zip_bcast(c, &context, 1, MPI_UINT64_T, 0);
+    MPI_Comm native = MPI_COMM_NULL;
+    if (*rc == MPI_SUCCESS) *rc = PMPI_Comm_dup(c->local, &native);
+    if (*rc == MPI_SUCCESS) *rc = ist_zip_register(native, context, c->size, c->rank, c->world, newcomm);
     struct ist_zcomm *d = *rc == MPI_SUCCESS ? ist_zip_comm(*newcomm) : NULL;
     if (d) d->topo = ist_zip_copy_topo(c->topo);
     return 1;

@@ -227,10 +227,17 @@ static void communicators(void)
     int hsize;
     MPI_Comm_size(half, &hsize);
     CHECK(hsize == (rank < size / 2 ? size / 2 : size - size / 2), "half size %d", hsize);
+    int keyval, attribute = 42, *copied = NULL, found = 0;
+    MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL);
+    MPI_Comm_set_attr(MPI_COMM_WORLD, keyval, &attribute);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     int drank;
     MPI_Comm_rank(dup, &drank);
     CHECK(drank == rank, "dup rank %d", drank);
+    MPI_Comm_get_attr(dup, keyval, &copied, &found);
+    CHECK(found && copied == &attribute, "dup did not copy the attribute");
+    MPI_Comm_delete_attr(MPI_COMM_WORLD, keyval);
+    MPI_Comm_free_keyval(&keyval);
     MPI_Barrier(dup);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&half);
@@ -488,12 +495,42 @@ static void nonblocking_collectives(void)
     free(all), free(to), free(from);
 }
 
+/* One message of mib MiB from rank 0 to the last rank (in another site), and back. */
+static void large(long mib)
+{
+    size_t n = (size_t)mib << 17; /* doubles */
+    double *buf = malloc(n * sizeof *buf);
+    CHECK(buf != NULL, "no memory for %ld MiB", mib);
+    int last = size - 1;
+    if (rank == 0) {
+        for (size_t i = 0; i < n; i++) buf[i] = (double)i;
+        MPI_Send(buf, (int)n, MPI_DOUBLE, last, 70, MPI_COMM_WORLD);
+        MPI_Recv(buf, (int)n, MPI_DOUBLE, last, 71, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (size_t i = 0; i < n; i += 4099) CHECK(buf[i] == 2.0 * (double)i, "large reply at %zu", i);
+    } else if (rank == last) {
+        MPI_Status st;
+        MPI_Recv(buf, (int)n, MPI_DOUBLE, 0, 70, MPI_COMM_WORLD, &st);
+        int count;
+        MPI_Get_count(&st, MPI_DOUBLE, &count);
+        CHECK((size_t)count == n, "large count %d", count);
+        for (size_t i = 0; i < n; i++) buf[i] *= 2.0;
+        MPI_Send(buf, (int)n, MPI_DOUBLE, 0, 71, MPI_COMM_WORLD);
+    }
+    free(buf);
+    if (rank == 0) printf("zip_check large %ld MiB: ok\n", mib);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(size >= 2, "needs 2 ranks or more");
+    if (argc > 2 && strcmp(argv[1], "large") == 0) { /* one message of argv[2] MiB across */
+        large(atol(argv[2]));
+        MPI_Finalize();
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "refused") == 0) { /* a call not carried yet */
         MPI_Comm dup;
         MPI_Request r;

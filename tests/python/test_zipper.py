@@ -34,6 +34,22 @@ def test_semantics_across_the_forwarder(
 
 
 @pytest.mark.parametrize("mpi", MPIS)
+def test_two_zipper_hosts_and_a_300_mib_message(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    """Every zipper host forwards (pairs of ranks spread over them); a message of 300 MiB
+    goes across and back (rendezvous, streamed in frames, never held by a forwarder)."""
+    two = ("--set", "zippers.gate.hosts=2")
+    app = apps[(mpi, "zip_check")]
+    done = isthmus("run", "-p", ZIPPER, *two, "--timeout", "120s", "--", app)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(": ok") == 4
+    done = isthmus("run", "-p", ZIPPER, *two, "--timeout", "120s", "--", app, "large", "300")
+    assert done.returncode == 0, done.stderr
+    assert "zip_check large 300 MiB: ok" in done.stdout
+
+
+@pytest.mark.parametrize("mpi", MPIS)
 def test_a_rank_that_dies_ends_both_clusters(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
 ) -> None:
