@@ -38,11 +38,12 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
 fi
 
-# mpi4py's own test suite, from the source distribution of the version Debian's
-# python3-mpi4py is (3.1.4): make test runs it under the layer
-# (tests/python/test_mpi4py_suite.py). Fetched here, checked, never committed.
+# mpi4py's source distribution, of the version Debian's python3-mpi4py is (3.1.4): make
+# test runs its own test suite under the layer (tests/python/test_mpi4py_suite.py), and
+# builds it for MPICH (Debian's is built for Open MPI only) for the zipper tests.
+# Fetched here, checked, never committed.
 suite=.cache/mpi4py-3.1.4
-if [ ! -f "$suite/test/runtests.py" ]; then
+if [ ! -f "$suite/test/runtests.py" ] || [ ! -f "$suite/setup.py" ]; then
   echo "install-deps: fetching mpi4py 3.1.4's test suite" >&2
   sha=17858f2ebc623220d0120d1fa8d428d033dde749c4bc35b33d81a66ad7f93480
   url=https://files.pythonhosted.org/packages/bc/f2/749af7fd0e7703ddca6cea525ab40f26c3ca6cbe6c23658441c6f9705860/mpi4py-3.1.4.tar.gz
@@ -51,7 +52,17 @@ if [ ! -f "$suite/test/runtests.py" ]; then
   trap 'rm -rf "$tmp"' EXIT
   curl -sSfL --retry 3 -o "$tmp/mpi4py.tar.gz" "$url"
   echo "$sha  $tmp/mpi4py.tar.gz" | sha256sum -c --quiet -
-  tar -xzf "$tmp/mpi4py.tar.gz" -C "$tmp" mpi4py-3.1.4/test
+  tar -xzf "$tmp/mpi4py.tar.gz" -C "$tmp"
   rm -rf "$suite"
   mv "$tmp/mpi4py-3.1.4" "$suite"
+fi
+# ... built for MPICH into .cache/mpi4py-mpich (PYTHONPATH=.cache/mpi4py-mpich).
+if ! ls .cache/mpi4py-mpich/mpi4py/MPI.*.so > /dev/null 2>&1; then
+  echo "install-deps: building mpi4py 3.1.4 for MPICH (a minute or two)" >&2
+  rm -rf .cache/mpi4py-mpich .cache/mpi4py-mpich-build
+  (cd "$suite" && MPICC=mpicc.mpich /usr/bin/python3 setup.py build \
+      --build-base ../mpi4py-mpich-build > ../mpi4py-mpich-build.log 2>&1) ||
+    { echo "install-deps: building mpi4py for MPICH failed: see .cache/mpi4py-mpich-build.log" >&2; exit 1; }
+  mkdir -p .cache/mpi4py-mpich
+  cp -r .cache/mpi4py-mpich-build/lib.*/mpi4py .cache/mpi4py-mpich/
 fi

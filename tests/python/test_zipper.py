@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, ISTHMUS, MPIS, PLATFORMS, Run
+from conftest import APPS, ISTHMUS, MPIS, PLATFORMS, ROOT, Run
 
 ZIPPER = PLATFORMS / "zipper.toml"
 
@@ -77,11 +77,17 @@ def test_fortran_across_the_forwarder(isthmus: Run, tmp_path: Path, mpi: str) ->
     assert done.stdout.count("zip_fortran: ok") == 4
 
 
-def test_mpi4py_across_the_forwarder(isthmus: Run) -> None:
-    """Debian's mpi4py (Open MPI) asks for MPI_THREAD_MULTIPLE and gets serialized."""
+@pytest.mark.parametrize("mpi", MPIS)
+def test_mpi4py_across_the_forwarder(isthmus: Run, mpi: str) -> None:
+    """mpi4py asks for MPI_THREAD_MULTIPLE and gets serialized. Debian's python3-mpi4py
+    is built for Open MPI; for MPICH, scripts/install-deps.sh builds the same version
+    into .cache/mpi4py-mpich."""
+    env = dict(os.environ)
+    if mpi == "mpich":
+        env["PYTHONPATH"] = str(ROOT / ".cache" / "mpi4py-mpich")
     done = isthmus(
-        "run", "-p", ZIPPER, "--mpi", "openmpi", "--timeout", "120s", "--",
-        "/usr/bin/python3", APPS / "zip_mpi4py.py",
+        "run", "-p", ZIPPER, "--mpi", mpi, "--timeout", "120s", "--",
+        "/usr/bin/python3", APPS / "zip_mpi4py.py", env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("zip_mpi4py: ok serialized") == 4
