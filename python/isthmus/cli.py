@@ -12,7 +12,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, atomic, net, paths, records, rootless, signals
+from . import __version__, atomic, net, paths, records, rootless, signals, zipper
 from . import platform as platform_mod
 from . import profile as profile_mod
 from .errors import UserError
@@ -190,9 +190,7 @@ def cmd_forward(args: argparse.Namespace) -> int:
     if args.ranks < 1:
         raise UserError(f"--ranks {args.ranks}: expected the world's number of ranks (1 or more)")
     for spec in args.listen:
-        host, _, port = spec.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UserError(f"--listen {spec}: expected ADDRESS:PORT, for example 10.1.0.5:7300")
+        zipper.check_address(spec, "--listen")
     cmd = [str(paths.forwarder()), "--ranks", str(args.ranks), "--name", args.name]
     for spec in args.listen:
         cmd += ["--listen", spec]

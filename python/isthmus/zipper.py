@@ -98,6 +98,13 @@ def plan(platform: Platform, addresses: dict[str, str]) -> ZipPlan:
     return ZipPlan(groups, [where[c] for c in platform.rank_clusters()], forwarders)
 
 
+def check_address(spec: str, option: str) -> None:
+    """A forwarder's ADDRESS:PORT as an option gives it, or a one-line error."""
+    host, _, port = spec.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"{option} {spec}: expected ADDRESS:PORT, for example 10.1.0.5:7300")
+
+
 def real_site_plan(
     platform: Platform, site: str, site_ranks: dict[str, int], forwarders: list[str]
 ) -> tuple[ZipPlan, int]:
@@ -128,9 +135,7 @@ def real_site_plan(
             f"--site-ranks: no count for {', '.join(missing)}: expected NAME=N for every site"
         )
     for f in forwarders:
-        host, _, port = f.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UserError(f"--forwarders {f}: expected ADDRESS:PORT")
+        check_address(f, "--forwarders")
     if not forwarders:
         raise UserError("--forwarders: expected one ADDRESS:PORT or more")
     if platform.layer.placement == "block":

@@ -22,6 +22,13 @@
 
 extern int ist_zip_active;
 
+static inline MPI_Aint ist_zip_extent(MPI_Datatype type)
+{
+    MPI_Aint lb, extent;
+    PMPI_Type_get_extent(type, &lb, &extent);
+    return extent;
+}
+
 /* A communicator whose members are in more than one site. */
 struct ist_zcomm {
     MPI_Comm handle;  /* what the application holds */

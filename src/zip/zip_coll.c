@@ -17,13 +17,6 @@
 
 #define COLL_TAG 1
 
-static MPI_Aint extent_of(MPI_Datatype type)
-{
-    MPI_Aint lb, extent;
-    PMPI_Type_get_extent(type, &lb, &extent);
-    return extent;
-}
-
 int ist_zip_barrier(struct ist_zcomm *c)
 {
     struct ist_zcomm *k = c->coll;
@@ -106,7 +99,7 @@ int ist_zip_gatherv(struct ist_zcomm *c, const void *sendbuf, int sendcount, MPI
         struct ist_zop *o = ist_zip_isend(k, sendbuf, sendcount, sendtype, root, COLL_TAG, 0);
         return ist_zip_wait_ops(1, &o, MPI_STATUSES_IGNORE);
     }
-    MPI_Aint ext = extent_of(recvtype);
+    MPI_Aint ext = ist_zip_extent(recvtype);
     struct ist_zop **ops = malloc(sizeof *ops * (size_t)k->size);
     int n = 0;
     for (int r = 0; r < k->size; r++)
@@ -130,7 +123,7 @@ int ist_zip_scatterv(struct ist_zcomm *c, const void *sendbuf, const int sendcou
         struct ist_zop *o = ist_zip_irecv(k, recvbuf, recvcount, recvtype, root, COLL_TAG);
         return ist_zip_wait_ops(1, &o, MPI_STATUSES_IGNORE);
     }
-    MPI_Aint ext = extent_of(sendtype);
+    MPI_Aint ext = ist_zip_extent(sendtype);
     struct ist_zop **ops = malloc(sizeof *ops * (size_t)k->size);
     int n = 0;
     for (int r = 0; r < k->size; r++)
@@ -150,7 +143,7 @@ int ist_zip_alltoallv(struct ist_zcomm *c, const void *sendbuf, const int sendco
                       const int recvcounts[], const int rdispls[], MPI_Datatype recvtype)
 {
     struct ist_zcomm *k = c->coll;
-    MPI_Aint rext = extent_of(recvtype);
+    MPI_Aint rext = ist_zip_extent(recvtype);
     char *copy = NULL;
     if (sendbuf == MPI_IN_PLACE) { /* send from a copy of what recvbuf holds */
         MPI_Aint lb, tlb, text, span = 0;
@@ -166,7 +159,7 @@ int ist_zip_alltoallv(struct ist_zcomm *c, const void *sendbuf, const int sendco
         sdispls = rdispls;
         sendtype = recvtype;
     }
-    MPI_Aint sext = extent_of(sendtype);
+    MPI_Aint sext = ist_zip_extent(sendtype);
     struct ist_zop **ops = malloc(sizeof *ops * 2 * (size_t)k->size);
     int n = 0;
     for (int i = 1; i < k->size; i++) {

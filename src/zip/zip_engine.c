@@ -95,9 +95,8 @@ void ist_zip_fatal(const char *fmt, ...)
     _exit(1);
 }
 
-static void init_credit(void)
+void ist_zip_credit_init(void)
 {
-    if (credit) return;
     credit_per_pair = IST_ZIP_CREDIT_ALL / (ist_zip.world_size > 1 ? ist_zip.world_size - 1 : 1);
     if (credit_per_pair > IST_ZIP_CREDIT) credit_per_pair = IST_ZIP_CREDIT;
     if (credit_per_pair < 2 * IST_ZIP_MESSAGE_COST) credit_per_pair = 2 * IST_ZIP_MESSAGE_COST;
@@ -339,7 +338,6 @@ void ist_zip_progress(void)
 {
     if (in_progress) return;
     in_progress = 1;
-    init_credit();
     ist_zip_transport_progress();
     progress_native();
     ist_zip_icoll_progress();
@@ -393,7 +391,6 @@ struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, M
         ist_zip_progress();
         return op;
     }
-    init_credit();
     int to = c->world[dest];
     long long bytes = type_size(type) * count;
     long cost = (long)bytes + IST_ZIP_MESSAGE_COST;
@@ -436,7 +433,6 @@ struct ist_zop *ist_zip_irecv(struct ist_zcomm *c, void *buf, int count, MPI_Dat
         list_add(&native_ops, op);
         return op;
     }
-    init_credit();
     ist_zip_progress();
     struct zmsg *m = ist_zip_take_unexpected(c, source, tag);
     if (m) {

@@ -48,6 +48,7 @@ struct zmsg {
 };
 
 void ist_zip_engine_start(struct forwarder_address *addrs, int n);
+void ist_zip_credit_init(void); /* the engine's eager credit, once the world is known */
 /* Queue a message to world rank dst: the header, then bytes from data (which must stay
  * until it is written; `owned` is freed then). done, if not NULL, is called with arg
  * once the last byte is written to the forwarder's socket. */

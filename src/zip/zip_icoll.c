@@ -258,13 +258,6 @@ static void reduce(struct zsched *s, const void *mine, void *recvbuf, int count,
     local(s, fold);
 }
 
-static MPI_Aint extent_of(MPI_Datatype type)
-{
-    MPI_Aint lb, extent;
-    PMPI_Type_get_extent(type, &lb, &extent);
-    return extent;
-}
-
 static void gatherv(struct zsched *s, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                     int root)
@@ -273,7 +266,7 @@ static void gatherv(struct zsched *s, const void *sendbuf, int sendcount, MPI_Da
         send(s, sendbuf, sendcount, sendtype, root);
         return;
     }
-    MPI_Aint ext = extent_of(recvtype);
+    MPI_Aint ext = ist_zip_extent(recvtype);
     for (int r = 0; r < s->k->size; r++)
         if (r != root) recv(s, (char *)recvbuf + displs[r] * ext, recvcounts[r], recvtype, r);
     if (sendbuf != MPI_IN_PLACE)
@@ -288,7 +281,7 @@ static void scatterv(struct zsched *s, const void *sendbuf, const int sendcounts
         recv(s, recvbuf, recvcount, recvtype, root);
         return;
     }
-    MPI_Aint ext = extent_of(sendtype);
+    MPI_Aint ext = ist_zip_extent(sendtype);
     for (int r = 0; r < s->k->size; r++)
         if (r != root) send(s, (const char *)sendbuf + displs[r] * ext, sendcounts[r], sendtype, r);
     if (recvbuf != MPI_IN_PLACE)
@@ -308,7 +301,7 @@ static void allgatherv(struct zsched *s, const void *sendbuf, int sendcount, MPI
                        void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype)
 {
     if (sendbuf == MPI_IN_PLACE && s->k->rank != 0) {
-        sendbuf = (const char *)recvbuf + displs[s->k->rank] * extent_of(recvtype);
+        sendbuf = (const char *)recvbuf + displs[s->k->rank] * ist_zip_extent(recvtype);
         sendcount = recvcounts[s->k->rank];
         sendtype = recvtype;
     }
@@ -344,7 +337,7 @@ static void alltoallv(struct zsched *s, const void *sendbuf, const int sendcount
         ist_zip_refuse("A nonblocking all-to-all", "with MPI_IN_PLACE on a communicator that spans sites");
     int *sd = own(s, malloc(sizeof *sd * (size_t)n)), *rd = own(s, malloc(sizeof *rd * (size_t)n));
     MPI_Datatype *st = own(s, malloc(sizeof *st * (size_t)n)), *rt = own(s, malloc(sizeof *rt * (size_t)n));
-    MPI_Aint se = extent_of(sendtype), re = extent_of(recvtype);
+    MPI_Aint se = ist_zip_extent(sendtype), re = ist_zip_extent(recvtype);
     for (int i = 0; i < n; i++) {
         sd[i] = (int)(sdispls[i] * se), rd[i] = (int)(rdispls[i] * re);
         st[i] = sendtype, rt[i] = recvtype;

@@ -199,6 +199,7 @@ void ist_zip_init(void)
         fcntl(addrs[i].fd, F_SETFL, fcntl(addrs[i].fd, F_GETFL) | O_NONBLOCK);
     }
     ist_zip_engine_start(addrs, nf);
+    ist_zip_credit_init();
 
     int *identity = malloc(sizeof *identity * (size_t)ist_zip.world_size);
     for (int w = 0; w < ist_zip.world_size; w++) identity[w] = w;
