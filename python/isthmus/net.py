@@ -57,7 +57,7 @@ class Host:
 
 @dataclass(frozen=True)
 class Link:
-    name: str  # "lan:east0", "wan:east->west", "up:east", "down:west", "zip:gate0"
+    name: str  # "lan:east0", "wan:east->west", "up:east", "down:west", "zip:gate0<-east"
     model: LinkModel
 
 
@@ -130,14 +130,21 @@ def plan(platform: Platform) -> NetworkPlan:
     zippers = {z.name: z for z in platform.zippers}
     port: dict[str, int | None] = {}  # the link into each host, None when not emulated
     nic: dict[str, int | None] = {}  # the link out of each host, None when not emulated
+    # A zipper host is dual-homed: one interface in each cluster it joins, each full duplex.
+    # The zipper's link is what comes in on each side ("zip:gate0<-left": its latency and
+    # rate, its queue); what the host sends goes out at once (as from a host of the other
+    # side: it came in at the link's rate) and meets only the destination's port.
+    zport: dict[tuple[str, str], int] = {}
     for h in hosts[1:]:
         if h.zipper:
-            model = zippers[h.cluster or ""].link
-            port[h.name] = link(f"zip:{h.name}", model) if model else None
-        else:
-            cl = clusters[h.cluster or ""]
-            model = cl.lan if cl.lan_emulated else None
-            port[h.name] = link(f"lan:{h.name}", model) if model else None
+            zipper = zippers[h.cluster or ""]
+            if zipper.link:
+                for facing in zipper.clusters:
+                    zport[(h.name, facing)] = link(f"zip:{h.name}<-{facing}", zipper.link)
+            continue
+        cl = clusters[h.cluster or ""]
+        model = cl.lan if cl.lan_emulated else None
+        port[h.name] = link(f"lan:{h.name}", model) if model else None
         # A host sends at its port's rate whatever the destinations (a NIC's egress): it
         # queues there, never drops (a real host's TCP waits for its NIC).
         nic[h.name] = (
@@ -146,6 +153,13 @@ def plan(platform: Platform) -> NetworkPlan:
             if model and model.bandwidth
             else None
         )  # fmt: skip
+
+    def side(z: Host, other: Host) -> str:
+        """The cluster whose interface of zipper host z faces host other."""
+        if other.zipper:
+            return zippers[z.cluster or ""].clusters[0]
+        return other.cluster or ""
+
     for (src, dst), model in platform.wan.items():
         link(f"wan:{src}->{dst}", model)
     for cl in platform.clusters:
@@ -161,8 +175,11 @@ def plan(platform: Platform) -> NetworkPlan:
             if CONTROL_HOST in (a.name, b.name):
                 routes[(i, j)] = []  # launcher traffic is not emulated
                 continue
-            into_b = [p] if (p := port[b.name]) is not None else []
-            out_of_a = [p] if (p := nic[a.name]) is not None else []
+            if b.zipper:
+                into_b = [p] if (p := zport.get((b.name, side(b, a)))) is not None else []
+            else:
+                into_b = [p] if (p := port[b.name]) is not None else []
+            out_of_a = [] if a.zipper else [p] if (p := nic[a.name]) is not None else []
             if a.cluster == b.cluster or a.zipper or b.zipper:
                 joined = a.cluster == b.cluster or _zipper_joins(zippers, a, b)
                 if joined:

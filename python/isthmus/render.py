@@ -595,6 +595,7 @@ BLOCKS: dict[str, Block] = {
 
 def _register_areas() -> None:
     from . import render_areas as a
+    from . import render_zipper as z
 
     BLOCKS.update(
         {
@@ -615,6 +616,9 @@ def _register_areas() -> None:
             "net/wait-mode": Block("net/wait-mode", a.block_wait_mode),
             "net/mpi-bandwidth": Block("net/mpi-bandwidth", a.block_mpi_bandwidth,
                                        a.plot_mpi_bandwidth, "results/net/mpi-bandwidth.png"),
+            "zipper/p2p": Block("zipper/p2p", z.block_p2p, z.plot_p2p, "results/zipper/p2p.png"),
+            "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
+                                    "results/zipper/zippers.png"),
         }
     )  # fmt: skip
 
@@ -662,8 +666,8 @@ def header_problems() -> list[str]:
     old = legacy()
     for path in sorted(RESULTS.rglob("*.json")):
         rel = provenance.relative(path)
-        if ".work" in path.parts or is_legacy(path):
-            continue
+        if ".work" in path.parts or is_legacy(path) or path.name == "summary.json":
+            continue  # summary.json: rendered from results files (render_zipper.py)
         if rel in old:
             problems.append(f"{rel}: re-made by an experiment: remove it from {LEGACY_FILE.name}")
         try:
@@ -718,4 +722,15 @@ def render(check: bool = False) -> list[str]:
                 problems.append(f"{b.plot_file}: missing (run 'bin/isthmus experiment render')")
         else:
             b.plot(res, out)
+    from . import render_zipper
+
+    p2p, zippers = load_result("zipper/p2p"), load_result("zipper/zippers")
+    if check:
+        want = json.dumps(render_zipper.summary(p2p, zippers), indent=2) + "\n"
+        have = render_zipper.SUMMARY_FILE
+        if not have.exists() or have.read_text() != want:
+            problems.append(f"{provenance.relative(have)}: differs from its experiments' JSON "
+                            "(run 'bin/isthmus experiment render')")  # fmt: skip
+    else:
+        render_zipper.write_summary(p2p, zippers)
     return problems

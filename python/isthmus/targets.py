@@ -273,6 +273,23 @@ def _still_wins(res: dict[str, Any], before: dict[str, Any] | None) -> Measured:
     )
 
 
+def _zipper(res: dict[str, Any], key: str) -> Measured:
+    """Issue 20's ratios (render_zipper.py): the worst MPI's median decides."""
+    from . import render_zipper as z
+
+    check = next(c for c in (*z.P2P_CHECKS, *z.ZIPPER_CHECKS) if c.key == key)
+    rs = [r for m in z.mpis(res) if (r := z.ratio(res, m, check.num, check.den, check.nbytes))]
+    if not rs:
+        return Measured("not in the results file", "-", "-", False)
+    worst = max(rs, key=lambda r: r.median) if check.at_most else min(rs, key=lambda r: r.median)
+    return Measured(
+        ", ".join(f"{r.mpi} {r.median:.2f}x" for r in rs),
+        ", ".join(f"{min(r.values):.2f}-{max(r.values):.2f}" for r in rs),
+        f"{worst.median:.2f}x ({worst.mpi})",
+        z.met(check, worst.median),
+    )
+
+
 MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "never-slower": _never_slower,
     "model-chosen": _model_chosen,
@@ -294,6 +311,13 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "large-bound": lambda res: _large(res, "over_bound"),
     "large-tcp": lambda res: _large(res, "over_tcp"),
     "large-native": lambda res: _large(res, "native_over_isthmus"),
+    "zipper-latency": lambda res: _zipper(res, "latency_ratio"),
+    "zipper-latency-1ms": lambda res: _zipper(res, "latency_ratio_1ms"),
+    "zipper-bandwidth": lambda res: _zipper(res, "bandwidth_fraction"),
+    "zipper-bibw": lambda res: _zipper(res, "bibw_over_bw"),
+    "zipper-aggregate-2": lambda res: _zipper(res, "aggregate_2"),
+    "zipper-aggregate-4": lambda res: _zipper(res, "aggregate_4"),
+    "zipper-one-pair": lambda res: _zipper(res, "one_pair_2"),
 }
 
 

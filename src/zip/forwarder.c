@@ -5,11 +5,17 @@
  *                   [--queue BYTES] [--startup-timeout SECONDS]
  *
  * Every rank of the job connects to it and says hello with its world rank; when all N
- * have, it tells each READY. From then on it relays DATA frames (zip_wire.h) to the
+ * have, it tells each READY. From then on it relays DATA and BULK frames (zip_wire.h) to the
  * connection of their destination rank. One event loop (epoll) serves every connection
  * in both directions at once: reading one connection never waits for writing another.
- * Frames are passed on one by one (at most IST_ZIP_FRAME_MAX bytes each), so a large
- * message flows through while its later frames are still arriving.
+ *
+ * Cut-through: a frame joins its destination's queue as soon as its header has come, and
+ * whatever of it has arrived is written on at once, so bytes leave while the rest of the
+ * frame (and of the message) is still arriving; only the frame at the head of a queue is
+ * ever partly filled, and frames never interleave on a connection. Few system calls: one
+ * read takes everything a connection has (up to STAGE bytes, many small frames), and a
+ * destination is written to right away, with one writev over its queue; epoll's EPOLLOUT is
+ * asked for only when a socket is full.
  *
  * Memory is bounded: frames waiting for one destination take at most --queue bytes (plus
  * one frame); past that the forwarder stops reading from the connections that send to it
@@ -41,11 +47,14 @@
 #define MAX_LISTEN 4
 #define DEFAULT_QUEUE (4L << 20)
 
+#define STAGE (256 * 1024)
+
 struct frame {
     struct frame *next;
-    size_t size; /* header + payload */
+    size_t size;   /* header + payload */
+    size_t filled; /* bytes of it arrived so far (cut-through: it may be sent before whole) */
     size_t sent;
-    char data[]; /* struct ist_zip_frame, then the payload */
+    char data[];   /* struct ist_zip_frame, then the payload */
 };
 
 struct conn {
@@ -56,11 +65,11 @@ struct conn {
     int writing;    /* EPOLLOUT wanted */
     int paused_for; /* the destination rank whose queue is full, or -1 */
     char peer[INET_ADDRSTRLEN]; /* the rank's host address, for messages */
-    /* input: the header being read, then its frame */
+    /* input: a header split between reads, and the frame being filled */
     struct ist_zip_frame hdr;
     size_t hdr_got;
     struct frame *in;
-    size_t in_got;
+    size_t discard; /* payload bytes still to come of a frame dropped (its rank has ended) */
     /* output */
     struct frame *head, *tail;
     long queued;
@@ -98,6 +107,9 @@ static void update_events(struct conn *c)
     if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0) die("epoll_ctl: %s", strerror(errno));
 }
 
+static void write_conn(struct conn *c);
+
+/* f (perhaps only partly filled) joins to's queue, and goes out as far as it can. */
 static void enqueue(struct conn *to, struct frame *f)
 {
     f->next = NULL;
@@ -105,11 +117,8 @@ static void enqueue(struct conn *to, struct frame *f)
     if (to->tail) to->tail->next = f;
     else to->head = f;
     to->tail = f;
-    to->queued += (long)f->size;
-    if (!to->writing) {
-        to->writing = 1;
-        update_events(to);
-    }
+    to->queued += (long)f->filled;
+    if (!to->writing) write_conn(to);
 }
 
 static struct frame *new_frame(uint32_t kind, uint32_t src, uint32_t dst, uint32_t len)
@@ -119,6 +128,7 @@ static struct frame *new_frame(uint32_t kind, uint32_t src, uint32_t dst, uint32
     struct ist_zip_frame h = {kind, src, dst, len};
     memcpy(f->data, &h, sizeof h);
     f->size = sizeof h + len;
+    f->filled = sizeof h;
     return f;
 }
 
@@ -130,11 +140,14 @@ static const char *who(const struct conn *c)
     return buf;
 }
 
-/* A frame has arrived whole from c. */
+/* A frame's header has arrived from c (HELLO, READY and BYE have no payload: they are
+ * whole; a DATA frame fills in as its bytes come, and is relayed meanwhile). */
 static void handle_frame(struct conn *c, struct frame *f)
 {
     struct ist_zip_frame h;
     memcpy(&h, f->data, sizeof h);
+    if (h.kind != IST_ZIP_DATA && h.kind != IST_ZIP_BULK && h.len != 0)
+        die("frame of kind %u with %u payload bytes from %s (expected none)", h.kind, h.len, who(c));
     switch (h.kind) {
     case IST_ZIP_HELLO:
         if (c->rank >= 0 || h.src >= (uint32_t)nranks || by_rank[h.src] || h.dst != (uint32_t)nranks)
@@ -150,16 +163,18 @@ static void handle_frame(struct conn *c, struct frame *f)
         c->said_bye = 1;
         free(f);
         return;
-    case IST_ZIP_DATA: {
+    case IST_ZIP_DATA:
+    case IST_ZIP_BULK: {
         if (c->rank < 0 || h.dst >= (uint32_t)nranks || !by_rank[h.dst] || hellos < nranks)
             die("frame from %s to rank %u before every rank said hello", who(c), h.dst);
         struct conn *to = by_rank[h.dst];
         if (to->said_bye || to->fd < 0) { /* e.g. credit given back to a rank that has ended */
+            c->discard = h.len;
             free(f);
             return;
         }
+        if (h.len > 0) c->in = f;
         enqueue(to, f);
-        c->bytes_in += (long long)f->size;
         if (to->queued > queue_limit) { /* hold this sender until `to` drains */
             c->paused_for = (int)h.dst;
             c->reading = 0;
@@ -177,6 +192,11 @@ static void drop_queue(struct conn *c)
     while (c->head) {
         struct frame *f = c->head;
         c->head = f->next;
+        for (int i = 0; i < nconns && f->filled < f->size; i++)
+            if (conns[i]->in == f) { /* its source goes on reading it, into nowhere */
+                conns[i]->in = NULL;
+                conns[i]->discard = f->size - f->filled;
+            }
         free(f);
     }
     c->tail = NULL;
@@ -194,25 +214,26 @@ static void close_conn(struct conn *c)
     byes_closed++;
 }
 
+/* Bytes for c's frame in progress: into the frame, and on to its destination at once. */
+static void fill(struct conn *c, const char *p, size_t n)
+{
+    struct frame *f = c->in;
+    memcpy(f->data + f->filled, p, n);
+    f->filled += n;
+    if (f->filled == f->size) c->in = NULL;
+    struct ist_zip_frame h;
+    memcpy(&h, f->data, sizeof h);
+    struct conn *to = by_rank[h.dst];
+    to->queued += (long)n;
+    if (to->head == f && !to->writing) write_conn(to);
+}
+
+/* Everything c has to read (up to STAGE bytes a round), cut into frames. */
 static void read_conn(struct conn *c)
 {
-    for (int rounds = 0; rounds < 16 && c->reading; rounds++) {
-        ssize_t n;
-        if (!c->in) {
-            n = read(c->fd, (char *)&c->hdr + c->hdr_got, sizeof c->hdr - c->hdr_got);
-            if (n > 0) {
-                c->hdr_got += (size_t)n;
-                if (c->hdr_got < sizeof c->hdr) continue;
-                if (c->hdr.len > IST_ZIP_FRAME_MAX)
-                    die("frame of %u bytes from %s (at most %d)", c->hdr.len, who(c), IST_ZIP_FRAME_MAX);
-                c->in = new_frame(c->hdr.kind, c->hdr.src, c->hdr.dst, c->hdr.len);
-                c->in_got = 0;
-                c->hdr_got = 0;
-            }
-        } else {
-            n = read(c->fd, c->in->data + sizeof c->hdr + c->in_got, c->hdr.len - c->in_got);
-            if (n > 0) c->in_got += (size_t)n;
-        }
+    static char stage[STAGE];
+    for (int rounds = 0; rounds < 4 && c->reading && c->fd >= 0; rounds++) {
+        ssize_t n = read(c->fd, stage, sizeof stage);
         if (n == 0) {
             close_conn(c);
             return;
@@ -225,26 +246,63 @@ static void read_conn(struct conn *c)
             }
             die("reading from %s: %s", who(c), strerror(errno));
         }
-        if (c->in && c->in_got == c->hdr.len) {
-            struct frame *f = c->in;
-            c->in = NULL;
-            handle_frame(c, f);
+        c->bytes_in += n;
+        const char *p = stage;
+        size_t left = (size_t)n;
+        while (left > 0) {
+            if (c->discard) {
+                size_t take = c->discard < left ? c->discard : left;
+                c->discard -= take;
+                p += take;
+                left -= take;
+                continue;
+            }
+            if (c->in) { /* the rest of a frame in progress */
+                size_t want = c->in->size - c->in->filled, take = want < left ? want : left;
+                fill(c, p, take);
+                p += take;
+                left -= take;
+                continue;
+            }
+            size_t take = sizeof c->hdr - c->hdr_got < left ? sizeof c->hdr - c->hdr_got : left;
+            memcpy((char *)&c->hdr + c->hdr_got, p, take);
+            c->hdr_got += take;
+            p += take;
+            left -= take;
+            if (c->hdr_got < sizeof c->hdr) break;
+            c->hdr_got = 0;
+            if (c->hdr.len > IST_ZIP_FRAME_MAX)
+                die("frame of %u bytes from %s (at most %d)", c->hdr.len, who(c), IST_ZIP_FRAME_MAX);
+            struct frame *f = new_frame(c->hdr.kind, c->hdr.src, c->hdr.dst, c->hdr.len);
+            handle_frame(c, f); /* may stop reading c: the rest of this read still goes in */
+            if (c->fd < 0) return;
         }
+        if ((size_t)n < sizeof stage) return; /* drained */
     }
 }
 
+/* As much of c's queue as the socket takes, in one writev; the frame at the head may be
+ * partly filled (cut-through): it goes out as far as it has come. EPOLLOUT is wanted only
+ * while the socket is full. */
 static void write_conn(struct conn *c)
 {
-    while (c->head) {
-        struct iovec iov[16];
+    if (c->fd < 0) return;
+    int full = 0;
+    while (c->head && c->head->sent < c->head->filled) {
+        struct iovec iov[32];
         int n = 0;
-        for (struct frame *f = c->head; f && n < 16; f = f->next, n++) {
+        for (struct frame *f = c->head; f && n < 32 && f->sent < f->filled; f = f->next) {
             iov[n].iov_base = f->data + f->sent;
-            iov[n].iov_len = f->size - f->sent;
+            iov[n++].iov_len = f->filled - f->sent;
+            if (f->filled < f->size) break; /* nothing after it may pass it */
         }
         ssize_t w = writev(c->fd, iov, n);
         if (w < 0) {
-            if (errno == EAGAIN || errno == EINTR) return;
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) {
+                full = 1;
+                break;
+            }
             if (c->said_bye) { /* it has ended: what was left for it does not matter */
                 drop_queue(c);
                 close_conn(c);
@@ -256,19 +314,23 @@ static void write_conn(struct conn *c)
         c->queued -= w;
         while (w > 0) {
             struct frame *f = c->head;
-            size_t left = f->size - f->sent;
+            size_t left = f->filled - f->sent;
             if ((size_t)w < left) {
                 f->sent += (size_t)w;
                 break;
             }
             w -= (ssize_t)left;
+            f->sent = f->filled;
+            if (f->sent < f->size) break; /* the rest of it has not come yet */
             c->head = f->next;
             if (!c->head) c->tail = NULL;
             free(f);
         }
     }
-    c->writing = 0;
-    update_events(c);
+    if (full != c->writing) {
+        c->writing = full;
+        update_events(c);
+    }
 }
 
 /* Senders held for c's queue read again once it has drained to half. */

@@ -57,8 +57,12 @@ struct ist_zop {
     int peer, tag;          /* communicator rank (or MPI_ANY_SOURCE), tag (or MPI_ANY_TAG) */
     int done;
     MPI_Request native;     /* a native request under way, or MPI_REQUEST_NULL */
-    uint32_t sync_id;       /* the message id a send or receive waits on (ACK, CTS, RDATA) */
+    uint32_t sync_id;       /* the message id a send or receive waits on (ACK, CTS, bulk data) */
     int rdv_peer;           /* ... and the world rank it comes from */
+    /* a rendezvous receive: the size announced, what has come, where it goes (the user's
+     * buffer when contiguous, else rdv_pack, unpacked at the end), and what fits */
+    long long rdv_bytes, rdv_got, rdv_fits;
+    char *rdv_into, *rdv_pack;
     /* the status, when done */
     int st_source, st_tag, st_error, cancelled;
     long long st_bytes;

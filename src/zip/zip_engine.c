@@ -10,8 +10,9 @@
  *     receiver sends when it matches the message.
  *   - rendezvous: anything larger, or past the credit, is announced (RTS); when the
  *     receiver matches the announcement it asks for the data (CTS), which then stream from
- *     the sender's own buffer (no copy when contiguous) in frames that the forwarder
- *     passes on as they come. The send completes when its last byte is written.
+ *     the sender's own buffer (no copy when contiguous) as bulk frames, striped over the
+ *     forwarders, and land where they say, in the user's buffer when it is contiguous (no
+ *     copy there either). The send completes when its last byte is written.
  * The receiver assembles messages in the order they come (zip_transport.c) and matches
  * them, in that order, against the posted receives: the oldest receive that matches
  * wins, as MPI requires; what matches none waits in the unexpected list. Receives that
@@ -47,7 +48,7 @@ static long *owed;   /* world rank -> eager bytes taken from it, not yet given b
 
 /* The engine's lists of ops: receives not yet matched (in posting order), ops with a
  * native request under way, synchronous eager sends waiting for their ACK, rendezvous
- * sends waiting for their CTS, receives waiting for their RDATA, and cancelled receives
+ * sends waiting for their CTS, receives waiting for their bulk data, and cancelled receives
  * to complete at the next progress. */
 struct oplist {
     struct ist_zop *head, *tail;
@@ -168,15 +169,63 @@ static void give_credit(const struct zmsg *m)
     }
 }
 
+/* A rendezvous receive whose every byte has come. */
+static void rendezvous_done(struct ist_zop *op)
+{
+    long long esize = type_size(op->type);
+    if (op->rdv_pack) {
+        int pos = 0;
+        PMPI_Unpack(op->rdv_pack, (int)op->rdv_fits, &pos, op->buf, (int)(op->rdv_fits / esize),
+                    op->type, MPI_COMM_SELF);
+        free(op->rdv_pack);
+        op->rdv_pack = NULL;
+    }
+    op->st_error = op->rdv_bytes > op->rdv_fits ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+    op->st_bytes = op->rdv_fits;
+    complete(op);
+}
+
+void ist_zip_bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, size_t len)
+{
+    struct ist_zop *op = waiting(&rdata_waits, id, src);
+    if (!op || (long long)(offset + len) > op->rdv_bytes)
+        ist_zip_fatal("data of rendezvous %u from rank %d that no receive asked for", id, src);
+    if ((long long)offset < op->rdv_fits) { /* what the receive has no room for is dropped */
+        size_t take = (long long)(offset + len) <= op->rdv_fits ? len : (size_t)(op->rdv_fits - (long long)offset);
+        memcpy(op->rdv_into + offset, p, take);
+    }
+    op->rdv_got += (long long)len;
+    if (op->rdv_got == op->rdv_bytes) {
+        list_remove(&rdata_waits, op);
+        rendezvous_done(op);
+    }
+}
+
 /* A matched message for op: an announcement asks for its data, data are delivered. */
 static void receive_into(struct ist_zop *op, struct zmsg *m)
 {
     if (m->h.kind == ZMSG_RTS) {
         op->sync_id = m->h.id;
         op->rdv_peer = m->src_world;
-        list_add(&rdata_waits, op);
+        op->rdv_bytes = (long long)m->h.bytes;
+        op->rdv_got = 0;
+        op->st_source = world_to_comm(op->comm, m->src_world);
+        op->st_tag = m->h.tag;
+        long long capacity = type_size(op->type) * op->count;
+        op->rdv_fits = op->rdv_bytes < capacity ? op->rdv_bytes : capacity;
+        MPI_Aint offset;
+        if (op->rdv_fits == 0) {
+            op->rdv_into = NULL;
+        } else if (contiguous(op->count, op->type, &offset)) {
+            op->rdv_into = (char *)op->buf + offset;
+        } else {
+            op->rdv_pack = op->rdv_into = malloc((size_t)op->rdv_fits);
+            if (!op->rdv_pack) ist_zip_fatal("out of memory for %lld bytes", op->rdv_fits);
+        }
         send_control(m->src_world, ZMSG_CTS, m->h.id, 0);
         free(m);
+        if (op->rdv_bytes == 0) rendezvous_done(op);
+        else list_add(&rdata_waits, op);
         return;
     }
     long long esize = type_size(op->type);
@@ -209,21 +258,18 @@ static void receive_into(struct ist_zop *op, struct zmsg *m)
 /* The data of a rendezvous send, asked for: from the user's buffer, or packed. */
 static void send_rdata(struct ist_zop *op)
 {
-    struct ist_zcomm *c = op->comm;
     long long bytes = type_size(op->type) * op->count;
-    struct zmsg_hdr h = {.context = c->context, .tag = op->tag, .kind = ZMSG_RDATA,
-                         .bytes = (uint64_t)bytes, .id = op->sync_id};
     MPI_Aint offset;
     if (contiguous(op->count, op->type, &offset)) {
-        ist_zip_send_message(c->world[op->peer], &h, (const char *)op->buf + offset, (size_t)bytes,
-                             NULL, complete_cb, op);
+        ist_zip_send_bulk(op->rdv_peer, op->sync_id, (const char *)op->buf + offset, (size_t)bytes,
+                          NULL, complete_cb, op);
         return;
     }
-    char *packed = malloc((size_t)bytes);
+    char *packed = malloc(bytes ? (size_t)bytes : 1);
     if (!packed) ist_zip_fatal("out of memory packing %lld bytes", bytes);
     int pos = 0;
     PMPI_Pack(op->buf, op->count, op->type, packed, (int)bytes, &pos, MPI_COMM_SELF);
-    ist_zip_send_message(c->world[op->peer], &h, packed, (size_t)bytes, packed, complete_cb, op);
+    ist_zip_send_bulk(op->rdv_peer, op->sync_id, packed, (size_t)bytes, packed, complete_cb, op);
 }
 
 static void unexpected_add(struct zmsg *m)
@@ -253,13 +299,6 @@ void ist_zip_message_arrived(struct zmsg *m)
             send_rdata(op);
         }
         break;
-    case ZMSG_RDATA:
-        if (!(op = waiting(&rdata_waits, m->h.id, m->src_world)))
-            ist_zip_fatal("data of rendezvous %u from rank %d that no receive asked for", m->h.id,
-                          m->src_world);
-        list_remove(&rdata_waits, op);
-        receive_into(op, m);
-        return;
     default: /* EAGER, SYNC, RTS: to the oldest matching receive, or unexpected */
         for (op = posted.head; op; op = op->next)
             if (matches(op, m)) {

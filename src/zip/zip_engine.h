@@ -24,9 +24,9 @@ struct forwarder_address {
 
 /* Kinds of layer messages. EAGER and SYNC carry their data; a synchronous one is
  * acknowledged (ACK) when matched. A large message, or one past the sender's credit, is
- * announced (RTS, no data), matched, asked for (CTS) and then sent (RDATA). CREDIT gives
- * a sender back eager credit. */
-enum zmsg_kind { ZMSG_EAGER, ZMSG_SYNC, ZMSG_ACK, ZMSG_RTS, ZMSG_CTS, ZMSG_RDATA, ZMSG_CREDIT };
+ * announced (RTS, no data), matched, asked for (CTS), and its data then come as bulk
+ * frames (ist_zip_send_bulk), not as a message. CREDIT gives a sender back eager credit. */
+enum zmsg_kind { ZMSG_EAGER, ZMSG_SYNC, ZMSG_ACK, ZMSG_RTS, ZMSG_CTS, ZMSG_CREDIT = 6 };
 
 /* The layer's header, at the start of a message's first frame. */
 struct zmsg_hdr {
@@ -34,7 +34,7 @@ struct zmsg_hdr {
     int32_t tag;
     uint32_t kind;
     uint64_t bytes; /* the data that follow; for RTS the size announced; CREDIT: bytes given */
-    uint32_t id;    /* SYNC/ACK: the send; RTS/CTS/RDATA: the rendezvous */
+    uint32_t id;    /* SYNC/ACK: the send; RTS/CTS and its bulk frames: the rendezvous */
     uint32_t pad;
 };
 
@@ -54,6 +54,13 @@ void ist_zip_credit_init(void); /* the engine's eager credit, once the world is 
  * once the last byte is written to the forwarder's socket. */
 void ist_zip_send_message(int dst, const struct zmsg_hdr *h, const void *data, size_t bytes,
                           void *owned, void (*done)(void *), void *arg);
+/* Queue the data of rendezvous `id` to world rank dst as bulk frames (zip_wire.h), each
+ * saying where its bytes go, striped over every forwarder (zip_transport.c says how);
+ * done(arg) once the last byte is written. */
+void ist_zip_send_bulk(int dst, uint32_t id, const void *data, size_t bytes, void *owned,
+                       void (*done)(void *), void *arg);
+/* The engine's: bytes [offset, offset + len) of rendezvous id from world rank src. */
+void ist_zip_bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, size_t len);
 /* Write what the sockets take; read and hand every whole message to the engine. */
 void ist_zip_transport_progress(void);
 void ist_zip_message_arrived(struct zmsg *m); /* the engine's (zip_engine.c) */

@@ -1,20 +1,31 @@
-/* The ranks' connections to the forwarders: messages out as frames, frames in as whole
- * messages (docs/zipper.md, "The message path").
+/* The ranks' connections to the forwarders: messages and bulk data out as frames, frames
+ * in (docs/zipper.md, "The message path").
  *
- * Each connection has a queue of outgoing messages. A message is cut into frames only
- * as the socket takes them: the flush writes a frame's headers and a slice of the
- * message's own bytes with one writev, so nothing is copied here and a message of
- * hundreds of MiB never exists twice. Messages leave in the order they were queued (the
- * order per pair of ranks that MPI needs).
+ * Two kinds of traffic leave a rank:
+ *   - messages (eager data, announcements, CTS, ACK, CREDIT): each on the connection to
+ *     its pair's forwarder, in the order they were queued: every message between two
+ *     ranks takes one path, so MPI's order per pair holds;
+ *   - bulk data (a rendezvous's bytes once the receiver has asked for them): slices of at
+ *     most a frame, each saying where it goes, taken by whichever forwarder connection has
+ *     room: striping over every zipper host, and a faster zipper link simply takes more
+ *     slices. The kernel keeps at most IST_ZIP_UNSENT bytes unsent on a connection
+ *     (TCP_NOTSENT_LOWAT), so a slow link holds only a little of a message, and a message
+ *     waits behind at most that much bulk data (messages go first at every frame's end).
+ * A frame is written straight from the message or the user's buffer with its headers in
+ * one writev: nothing is copied here, a message of hundreds of MiB never exists twice.
  *
- * Incoming frames of one source arrive in order (one path per pair), so each source has
- * at most one message being assembled; whole ones go to ist_zip_message_arrived. */
+ * In: one read takes everything a connection has; messages are assembled (frames of one
+ * source's messages arrive in order, at most two frames each) and handed to the engine;
+ * bulk slices are handed on piece by piece as they are read, straight to where they go. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +33,9 @@
 #include "zip.h"
 #include "zip_engine.h"
 #include "zip_wire.h"
+
+#define IST_ZIP_UNSENT (128 * 1024)
+#define BULK_SLICE (IST_ZIP_FRAME_MAX - (int)sizeof(struct ist_zip_bulk))
 
 struct outmsg {
     struct outmsg *next;
@@ -32,20 +46,36 @@ struct outmsg {
     void *owned;
     void (*done)(void *);
     void *arg;
-    /* the frame being written: its headers (frame, and the message's in the first) and
-     * its slice of data */
-    char prefix[sizeof(struct ist_zip_frame) + sizeof(struct zmsg_hdr)];
-    size_t prefix_len, prefix_sent, slice, slice_sent;
-    int in_frame, first;
+};
+
+/* A rendezvous's data on their way out. */
+struct bulk {
+    struct bulk *next;
+    int dst;
+    uint32_t id;
+    const char *data;
+    size_t bytes, handed, written; /* bytes given to frames; of those, written */
+    void *owned;
+    void (*done)(void *);
+    void *arg;
 };
 
 struct forwarder {
     int fd;
     char address[64];
     struct outmsg *head, *tail;
+    /* the frame being written: headers, then a slice of a message's or a bulk's data */
+    int writing;             /* 0 none, 1 of the message at head, 2 of `bulk` */
+    struct bulk *bulk;
+    char prefix[sizeof(struct ist_zip_frame) + sizeof(struct zmsg_hdr)];
+    size_t prefix_len, prefix_sent;
+    const char *slice;
+    size_t slice_len, slice_sent;
     /* the frame being read */
     struct ist_zip_frame hdr;
     size_t hdr_got;
+    struct ist_zip_bulk bhdr;
+    size_t bhdr_got;
     char *payload;
     size_t payload_got;
 };
@@ -53,6 +83,7 @@ struct forwarder {
 static struct forwarder *fwds;
 static int nfwds;
 static struct zmsg **assembling; /* world rank -> its message being assembled */
+static struct bulk *bulk_head, *bulk_tail; /* with bytes not yet given to a frame */
 
 void ist_zip_engine_start(struct forwarder_address *addrs, int n)
 {
@@ -65,16 +96,21 @@ void ist_zip_engine_start(struct forwarder_address *addrs, int n)
         snprintf(fwds[i].address, sizeof fwds[i].address, "%s", addrs[i].text);
         fwds[i].payload = malloc(IST_ZIP_FRAME_MAX);
         if (!fwds[i].payload) ist_zip_fatal("out of memory");
+        int lowat = IST_ZIP_UNSENT;
+        setsockopt(fwds[i].fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
     }
 }
 
 int ist_zip_engine_forwarders(void) { return nfwds; }
 int ist_zip_engine_fd(int i) { return fwds[i].fd; }
 
-/* The forwarder that carries every message between world ranks a and b, both ways. */
+/* The forwarder that carries every message between world ranks a and b, both ways: the
+ * pair's sum, stirred so that pairs (i, i + n) with i = 0, 1, ... and the pairs of one
+ * rank with all others both spread over the k forwarders. */
 static struct forwarder *forwarder_of(int a, int b)
 {
-    return &fwds[(unsigned)(a + b) % (unsigned)nfwds];
+    unsigned k = (unsigned)nfwds, sum = (unsigned)(a + b);
+    return &fwds[(sum + sum / k) % k];
 }
 
 void ist_zip_send_message(int dst, const struct zmsg_hdr *h, const void *data, size_t bytes,
@@ -83,66 +119,132 @@ void ist_zip_send_message(int dst, const struct zmsg_hdr *h, const void *data, s
     struct outmsg *o = calloc(1, sizeof *o);
     if (!o) ist_zip_fatal("out of memory");
     *o = (struct outmsg){.dst = dst, .h = *h, .data = data, .bytes = bytes, .owned = owned,
-                         .done = done, .arg = arg, .first = 1};
+                         .done = done, .arg = arg};
     struct forwarder *f = forwarder_of(ist_zip.world_rank, dst);
     if (f->tail) f->tail->next = o;
     else f->head = o;
     f->tail = o;
 }
 
-/* Set up o's next frame: at most IST_ZIP_FRAME_MAX bytes of headers and data. */
-static void next_frame(struct outmsg *o)
+void ist_zip_send_bulk(int dst, uint32_t id, const void *data, size_t bytes, void *owned,
+                       void (*done)(void *), void *arg)
 {
-    size_t room = IST_ZIP_FRAME_MAX - (o->first ? sizeof o->h : 0);
-    o->slice = o->bytes - o->off < room ? o->bytes - o->off : room;
-    struct ist_zip_frame fh = {IST_ZIP_DATA, (uint32_t)ist_zip.world_rank, (uint32_t)o->dst,
-                               (uint32_t)(o->slice + (o->first ? sizeof o->h : 0))};
-    memcpy(o->prefix, &fh, sizeof fh);
-    o->prefix_len = sizeof fh;
-    if (o->first) {
-        memcpy(o->prefix + sizeof fh, &o->h, sizeof o->h);
-        o->prefix_len += sizeof o->h;
+    if (bytes == 0) {
+        free(owned);
+        if (done) done(arg);
+        return;
     }
-    o->prefix_sent = o->slice_sent = 0;
-    o->in_frame = 1;
+    struct bulk *b = calloc(1, sizeof *b);
+    if (!b) ist_zip_fatal("out of memory");
+    *b = (struct bulk){.dst = dst, .id = id, .data = data, .bytes = bytes, .owned = owned,
+                       .done = done, .arg = arg};
+    if (bulk_tail) bulk_tail->next = b;
+    else bulk_head = b;
+    bulk_tail = b;
+}
+
+/* Set up f's next frame: the next of the message at its head, else a bulk slice; 0 when
+ * there is nothing to write. */
+static int next_frame(struct forwarder *f)
+{
+    struct ist_zip_frame fh = {IST_ZIP_DATA, (uint32_t)ist_zip.world_rank, 0, 0};
+    size_t hl = 0;
+    if (f->head) {
+        struct outmsg *o = f->head;
+        int first = o->off == 0 && f->prefix_len == 0;
+        size_t room = IST_ZIP_FRAME_MAX - (first ? sizeof o->h : 0);
+        f->slice = o->data + o->off;
+        f->slice_len = o->bytes - o->off < room ? o->bytes - o->off : room;
+        fh.dst = (uint32_t)o->dst;
+        fh.len = (uint32_t)(f->slice_len + (first ? sizeof o->h : 0));
+        if (first) {
+            memcpy(f->prefix + sizeof fh, &o->h, sizeof o->h);
+            hl = sizeof o->h;
+        }
+        f->writing = 1;
+    } else if (bulk_head) {
+        struct bulk *b = bulk_head;
+        struct ist_zip_bulk bh = {b->id, 0, b->handed};
+        f->slice = b->data + b->handed;
+        f->slice_len = b->bytes - b->handed < (size_t)BULK_SLICE ? b->bytes - b->handed : (size_t)BULK_SLICE;
+        b->handed += f->slice_len;
+        if (b->handed == b->bytes) { /* every byte has a frame: no other forwarder takes it */
+            bulk_head = b->next;
+            if (!bulk_head) bulk_tail = NULL;
+        }
+        fh.kind = IST_ZIP_BULK;
+        fh.dst = (uint32_t)b->dst;
+        fh.len = (uint32_t)(sizeof bh + f->slice_len);
+        memcpy(f->prefix + sizeof fh, &bh, sizeof bh);
+        hl = sizeof bh;
+        f->bulk = b;
+        f->writing = 2;
+    } else {
+        return 0;
+    }
+    memcpy(f->prefix, &fh, sizeof fh);
+    f->prefix_len = sizeof fh + hl;
+    f->prefix_sent = f->slice_sent = 0;
+    return 1;
+}
+
+/* The frame f has written whole. */
+static void frame_written(struct forwarder *f)
+{
+    if (f->writing == 1) {
+        struct outmsg *o = f->head;
+        o->off += f->slice_len;
+        if (o->off == o->bytes && (o->bytes > 0 || f->prefix_len > sizeof(struct ist_zip_frame))) {
+            f->head = o->next;
+            if (!f->head) f->tail = NULL;
+            free(o->owned);
+            if (o->done) o->done(o->arg);
+            free(o);
+        }
+    } else {
+        struct bulk *b = f->bulk;
+        b->written += f->slice_len;
+        if (b->written == b->bytes) {
+            free(b->owned);
+            if (b->done) b->done(b->arg);
+            free(b);
+        }
+        f->bulk = NULL;
+    }
+    f->writing = 0;
+    f->prefix_len = 0;
 }
 
 static void flush(struct forwarder *f)
 {
-    while (f->head) {
-        struct outmsg *o = f->head;
-        if (!o->in_frame) next_frame(o);
+    for (;;) {
+        if (!f->writing && !next_frame(f)) return;
         struct iovec iov[2] = {
-            {o->prefix + o->prefix_sent, o->prefix_len - o->prefix_sent},
-            {(char *)o->data + o->off + o->slice_sent, o->slice - o->slice_sent},
+            {f->prefix + f->prefix_sent, f->prefix_len - f->prefix_sent},
+            {(char *)f->slice + f->slice_sent, f->slice_len - f->slice_sent},
         };
-        ssize_t w = writev(f->fd, iov, o->slice ? 2 : 1);
+        ssize_t w = writev(f->fd, iov, f->slice_len ? 2 : 1);
         if (w < 0) {
             if (errno == EAGAIN || errno == EINTR) return;
             ist_zip_fatal("the connection to the forwarder at %s failed (%s): the forwarder or "
                           "another rank ended", f->address, strerror(errno));
         }
         size_t into_prefix = (size_t)w < iov[0].iov_len ? (size_t)w : iov[0].iov_len;
-        o->prefix_sent += into_prefix;
-        o->slice_sent += (size_t)w - into_prefix;
-        if (o->prefix_sent < o->prefix_len || o->slice_sent < o->slice) return; /* socket full */
-        o->off += o->slice;
-        o->first = 0;
-        o->in_frame = 0;
-        if (o->off < o->bytes) continue;
-        f->head = o->next;
-        if (!f->head) f->tail = NULL;
-        free(o->owned);
-        if (o->done) o->done(o->arg);
-        free(o);
+        f->prefix_sent += into_prefix;
+        f->slice_sent += (size_t)w - into_prefix;
+        if (f->prefix_sent < f->prefix_len || f->slice_sent < f->slice_len) return; /* full */
+        frame_written(f);
     }
 }
+
+/* Whether f has something to write (then a wait also wakes when its socket has room). */
+static int has_output(const struct forwarder *f) { return f->writing || f->head || bulk_head; }
 
 int ist_zip_engine_flushed(void)
 {
     for (int i = 0; i < nfwds; i++) {
         flush(&fwds[i]);
-        if (fwds[i].head) return 0;
+        if (has_output(&fwds[i])) return 0;
     }
     return 1;
 }
@@ -192,21 +294,20 @@ static void frame_arrived(int src, const char *p, size_t len)
     }
 }
 
+static void frame_done(struct forwarder *f, const char *payload)
+{
+    if (f->hdr.kind != IST_ZIP_DATA) return;
+    frame_arrived((int)f->hdr.src, payload, f->hdr.len);
+}
+
+/* Everything the forwarder has sent (one read takes many small frames). A message frame
+ * whole in what was read is taken from there; one split between reads is completed in
+ * f->payload. Bulk bytes go on as they come, straight to where they belong. */
 static void read_forwarder(struct forwarder *f)
 {
-    for (int rounds = 0; rounds < 64; rounds++) {
-        ssize_t n;
-        if (f->hdr_got < sizeof f->hdr) {
-            n = read(f->fd, (char *)&f->hdr + f->hdr_got, sizeof f->hdr - f->hdr_got);
-            if (n > 0) {
-                f->hdr_got += (size_t)n;
-                if (f->hdr_got == sizeof f->hdr && f->hdr.len > IST_ZIP_FRAME_MAX)
-                    ist_zip_fatal("a frame of %u bytes from the forwarder at %s", f->hdr.len, f->address);
-            }
-        } else {
-            n = read(f->fd, f->payload + f->payload_got, f->hdr.len - f->payload_got);
-            if (n > 0) f->payload_got += (size_t)n;
-        }
+    static char stage[256 * 1024];
+    for (int rounds = 0; rounds < 16; rounds++) {
+        ssize_t n = read(f->fd, stage, sizeof stage);
         if (n == 0)
             ist_zip_fatal("the forwarder at %s closed the connection: it or another rank ended",
                           f->address);
@@ -214,15 +315,63 @@ static void read_forwarder(struct forwarder *f)
             if (errno == EAGAIN || errno == EINTR) return;
             ist_zip_fatal("reading from the forwarder at %s: %s", f->address, strerror(errno));
         }
-        if (f->hdr_got == sizeof f->hdr && f->payload_got == f->hdr.len) {
-            f->hdr_got = 0;
-            f->payload_got = 0;
-            if (f->hdr.kind == IST_ZIP_DATA) {
-                if (f->hdr.src >= (uint32_t)ist_zip.world_size)
-                    ist_zip_fatal("a frame from rank %u of %d", f->hdr.src, ist_zip.world_size);
-                frame_arrived((int)f->hdr.src, f->payload, f->hdr.len);
+        const char *p = stage;
+        size_t left = (size_t)n;
+        while (left > 0) {
+            size_t take;
+            if (f->hdr_got < sizeof f->hdr) {
+                take = sizeof f->hdr - f->hdr_got < left ? sizeof f->hdr - f->hdr_got : left;
+                memcpy((char *)&f->hdr + f->hdr_got, p, take);
+                f->hdr_got += take;
+                p += take;
+                left -= take;
+                if (f->hdr_got < sizeof f->hdr) break;
+                if (f->hdr.len > IST_ZIP_FRAME_MAX)
+                    ist_zip_fatal("a frame of %u bytes from the forwarder at %s", f->hdr.len, f->address);
+                if ((f->hdr.kind != IST_ZIP_DATA && f->hdr.kind != IST_ZIP_BULK) ||
+                    f->hdr.src >= (uint32_t)ist_zip.world_size ||
+                    (f->hdr.kind == IST_ZIP_BULK && f->hdr.len <= sizeof f->bhdr))
+                    ist_zip_fatal("a frame of kind %u from rank %u from the forwarder at %s",
+                                  f->hdr.kind, f->hdr.src, f->address);
+                f->payload_got = f->bhdr_got = 0;
+                if (f->hdr.kind == IST_ZIP_DATA && left >= f->hdr.len) { /* whole: no copy */
+                    frame_done(f, p);
+                    p += f->hdr.len;
+                    left -= f->hdr.len;
+                    f->hdr_got = 0;
+                }
+                continue;
+            }
+            if (f->hdr.kind == IST_ZIP_BULK) {
+                if (f->bhdr_got < sizeof f->bhdr) {
+                    take = sizeof f->bhdr - f->bhdr_got < left ? sizeof f->bhdr - f->bhdr_got : left;
+                    memcpy((char *)&f->bhdr + f->bhdr_got, p, take);
+                    f->bhdr_got += take;
+                    f->payload_got += take;
+                } else {
+                    size_t want = f->hdr.len - f->payload_got;
+                    take = want < left ? want : left;
+                    ist_zip_bulk_arrived((int)f->hdr.src, f->bhdr.id,
+                                         f->bhdr.offset + (f->payload_got - sizeof f->bhdr), p, take);
+                    f->payload_got += take;
+                }
+                p += take;
+                left -= take;
+                if (f->payload_got == f->hdr.len) f->hdr_got = 0;
+                continue;
+            }
+            size_t want = f->hdr.len - f->payload_got;
+            take = want < left ? want : left;
+            memcpy(f->payload + f->payload_got, p, take);
+            f->payload_got += take;
+            p += take;
+            left -= take;
+            if (f->payload_got == f->hdr.len) {
+                frame_done(f, f->payload);
+                f->hdr_got = 0;
             }
         }
+        if ((size_t)n < sizeof stage) return; /* drained */
     }
 }
 
@@ -234,14 +383,17 @@ void ist_zip_transport_progress(void)
     }
 }
 
-/* Sleep a little between tries of a wait; a forwarder with something to read ends it. */
+/* Sleep a little between tries of a wait: a forwarder with something to read, or with
+ * room for what this rank has to write, ends it. */
 void ist_zip_idle(int tries)
 {
     if (tries < 50) return;
     long pause_ns = 5000L << (tries - 50 < 5 ? tries - 50 : 5); /* 5 us doubling to 160 us */
     struct pollfd pfd[16];
     int n = nfwds < 16 ? nfwds : 16;
-    for (int i = 0; i < n; i++) pfd[i] = (struct pollfd){.fd = fwds[i].fd, .events = POLLIN};
+    for (int i = 0; i < n; i++)
+        pfd[i] = (struct pollfd){.fd = fwds[i].fd,
+                                 .events = (short)(POLLIN | (has_output(&fwds[i]) ? POLLOUT : 0))};
     struct timespec ts = {0, pause_ns};
     ppoll(pfd, (nfds_t)n, &ts, NULL);
 }

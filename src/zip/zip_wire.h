@@ -22,6 +22,7 @@ enum ist_zip_kind {
     IST_ZIP_READY = 2, /* forwarder -> rank: every rank has said hello */
     IST_ZIP_DATA = 3,  /* rank -> rank, relayed */
     IST_ZIP_BYE = 4,   /* rank -> forwarder: in MPI_Finalize, nothing more will come */
+    IST_ZIP_BULK = 5,  /* rank -> rank, relayed: a slice of a rendezvous's data (below) */
 };
 
 struct ist_zip_frame {
@@ -29,6 +30,15 @@ struct ist_zip_frame {
     uint32_t src; /* world rank of the sender */
     uint32_t dst; /* world rank of the receiver */
     uint32_t len; /* payload bytes that follow */
+};
+
+/* The start of a BULK frame's payload: the slice's place in its rendezvous. Bulk frames
+ * say where their bytes go, so they need no order: the slices of one message may take
+ * different forwarders (striping) and pass the pair's control messages. */
+struct ist_zip_bulk {
+    uint32_t id;     /* the rendezvous, as its RTS and CTS named it */
+    uint32_t pad;
+    uint64_t offset; /* of the slice in the message's data */
 };
 
 #endif

@@ -194,6 +194,22 @@ def test_disjoint_clusters_reach_only_the_zipper() -> None:
         assert r["count"] == 10
 
 
+def test_a_zipper_host_has_an_interface_per_side() -> None:
+    """The zipper host is dual-homed: traffic from left to right and from right to left
+    crosses different links (full duplex through the host), each side's own."""
+    plan = net.plan(platform.load(PLATFORMS / "zipper.toml"))
+    names = [lk.name for lk in plan.links]
+
+    def route(a: str, b: str) -> list[str]:
+        return [names[k] for k in plan.routes[(plan.host_index(a), plan.host_index(b))]]
+
+    assert route("left0", "gate0") + route("gate0", "right0") == [
+        "nic:left0", "zip:gate0<-left", "lan:right0"]  # fmt: skip
+    assert route("right0", "gate0") + route("gate0", "left0") == [
+        "nic:right0", "zip:gate0<-right", "lan:left0"]  # fmt: skip
+    assert (plan.host_index("left0"), plan.host_index("right0")) not in plan.routes
+
+
 def test_bad_network_requests(isthmus: Run, tmp_path: Path) -> None:
     big = tmp_path / "big.toml"
     big.write_text("[clusters.a]\nhosts = 300\n")

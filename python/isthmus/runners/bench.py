@@ -9,7 +9,9 @@ Repetitions are whole passes over MPIs, cases and points.
   platform = "examples/platforms/two-clusters.toml"
   set = []
   [[params.cases]]  name = "pingpong", program = "pingpong", args = [...],
-                    figure = "rtt_median_us", key = ["bytes"]
+                    figure = "rtt_median_us", key = ["bytes"],
+                    platform = "..." and set = [...] (optional: the case's own platform,
+                    and settings laid on the experiment's)
   [params.vary]     "wan.latency" = ["0", "1ms"]   (every combination, in order)
 
 A row per (MPI, case, point of vary, key): the figure's median over the repetitions,
@@ -21,12 +23,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .. import paths
 from ..errors import UserError
 from ..experiment import Experiment, Step
 from . import bench_records, require_platform, spread_stats, vary_points
 
 PARAMS = {"platform", "set", "cases", "vary"}
 CASE_KEYS = {"name", "program", "args", "figure", "key"}
+OPTIONAL_CASE_KEYS = {"platform", "set"}
 
 
 points = vary_points
@@ -39,9 +43,13 @@ def check(exp: Experiment) -> None:
     if not isinstance(cases, list) or not cases:
         raise UserError(f"{exp.path}: params.cases: expected a list of cases")
     for c in cases:
-        if not isinstance(c, dict) or set(c) != CASE_KEYS:
-            raise UserError(f"{exp.path}: params.cases: each case has exactly the keys "
-                            f"{', '.join(sorted(CASE_KEYS))}")  # fmt: skip
+        if not isinstance(c, dict) or not CASE_KEYS <= set(c) <= CASE_KEYS | OPTIONAL_CASE_KEYS:
+            raise UserError(f"{exp.path}: params.cases: each case has the keys "
+                            f"{', '.join(sorted(CASE_KEYS))} and perhaps "
+                            f"{', '.join(sorted(OPTIONAL_CASE_KEYS))}")  # fmt: skip
+        if "platform" in c and not (paths.ROOT / str(c["platform"])).is_file():
+            raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: no platform file "
+                            f"{c['platform']}")  # fmt: skip
     if not exp.mpis:
         raise UserError(f"{exp.path}: mpis: expected at least one MPI")
 
@@ -63,10 +71,11 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     p = exp.params
     c = p["cases"][step.spec["case"]]
     point = points(exp)[step.spec["point"]]
-    settings = [*p.get("set", []), *(f"{k}={v}" for k, v in point.items())]
+    settings = [*p.get("set", []), *c.get("set", []), *(f"{k}={v}" for k, v in point.items())]
     out = work / f"{step.key}.jsonl"
-    _, recs = bench_records(c["program"], p["platform"], settings, step.spec["mpi"], out, c["args"],
-                    step.label)  # fmt: skip
+    platform = c.get("platform", p["platform"])
+    _, recs = bench_records(c["program"], platform, settings, step.spec["mpi"], out, c["args"],
+                            step.label)  # fmt: skip
     out.unlink()
     return {
         "points": [

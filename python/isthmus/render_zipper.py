@@ -1,0 +1,181 @@
+"""Rendering of the zipper experiments (experiments/zipper/): forwarded against direct,
+one zipper against several, and results/zipper/summary.json.
+
+Every figure is a ratio taken repetition by repetition inside one run (the two paths of a
+repetition ran back to back), then the median and range of those ratios: the machine's
+drift between repetitions cancels, what is left is the forwarding's cost. The targets are
+issue 20's words (experiments/targets.toml); `summary` gives one number per target.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import atomic, paths
+from .render import made_by, pyplot, table
+
+SUMMARY_FILE = paths.ROOT / "results" / "zipper" / "summary.json"
+MIB4 = 4 << 20
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """Per-repetition ratios of one figure of two cases at one message size, for one MPI."""
+
+    mpi: str
+    values: list[float]
+    numerator: float  # the numerator case's median
+    denominator: float
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def text(self) -> str:
+        return f"{self.median:.2f} ({min(self.values):.2f}-{max(self.values):.2f})"
+
+
+def _row(res: dict[str, Any], mpi: str, case: str, nbytes: int) -> dict[str, Any] | None:
+    rows: list[dict[str, Any]] = res["rows"]
+    for r in rows:
+        if r["mpi"] == mpi and r["case"] == case and r["key"].get("bytes") == nbytes:
+            return r
+    return None
+
+
+def ratio(res: dict[str, Any], mpi: str, num: str, den: str, nbytes: int) -> Ratio | None:
+    """num's figure over den's, repetition by repetition (None when either is missing)."""
+    a, b = _row(res, mpi, num, nbytes), _row(res, mpi, den, nbytes)
+    if not a or not b:
+        return None
+    vals = [x / y for x, y in zip(a["reps"], b["reps"], strict=True) if y]
+    return Ratio(mpi, vals, a["median"], b["median"]) if vals else None
+
+
+def mpis(res: dict[str, Any]) -> list[str]:
+    return list(dict.fromkeys(r["mpi"] for r in res["rows"]))
+
+
+@dataclass(frozen=True)
+class Check:
+    key: str  # its name in summary.json
+    what: str
+    num: str
+    den: str
+    nbytes: int
+    unit: str
+    target: float
+    at_most: bool  # the target is an upper bound (else a lower one)
+
+
+P2P_CHECKS = (
+    Check("latency_ratio", "8 B round trip, forwarded / direct, zipper.toml latencies",
+          "forwarded/latency", "direct/latency", 8, "us", 1.3, True),
+    Check("latency_ratio_1ms", "8 B round trip, forwarded / direct, 1 ms links",
+          "forwarded/latency-1ms", "direct/latency-1ms", 8, "us", 1.05, True),
+    Check("bandwidth_fraction", "bandwidth at 4 MiB, forwarded / direct",
+          "forwarded/bw", "direct/bw", MIB4, "Mbit/s", 0.90, False),
+    Check("bibw_over_bw", "both ways / one way through one forwarder, 4 MiB",
+          "forwarded/bibw", "forwarded/bw", MIB4, "Mbit/s", 1.8, False),
+)  # fmt: skip
+ZIPPER_CHECKS = (
+    Check("aggregate_2", "4 pairs, 512 KiB messages: 2 zippers / 1", "pairs/2", "pairs/1",
+          512 << 10, "Mbit/s", 1.8, False),
+    Check("aggregate_4", "4 pairs, 512 KiB messages: 4 zippers / 1", "pairs/4", "pairs/1",
+          512 << 10, "Mbit/s", 3.4, False),
+    Check("one_pair_2", "one pair, one 4 MiB message: 2 zippers / 1", "one/2", "one/1", MIB4,
+          "Mbit/s", 1.0, False),
+)  # fmt: skip
+
+
+def met(c: Check, value: float) -> bool:
+    # "faster with 2 zippers than with 1": strictly more
+    if c.key == "one_pair_2":
+        return value > c.target
+    return value <= c.target if c.at_most else value >= c.target
+
+
+def _checks_block(res: dict[str, Any], checks: tuple[Check, ...]) -> str:
+    rows = []
+    for mpi in mpis(res):
+        for c in checks:
+            r = ratio(res, mpi, c.num, c.den, c.nbytes)
+            if r is None:
+                continue
+            word = "at most" if c.at_most else "above" if c.key == "one_pair_2" else "at least"
+            verdict = "met" if met(c, r.median) else "**not met**"
+            rows.append([mpi, c.what, f"{r.numerator:.1f}", f"{r.denominator:.1f}", c.unit,
+                         r.text(), f"{word} {c.target:g}", verdict])  # fmt: skip
+    head = ["MPI", "measure", "first", "second", "unit", "ratio: median (range)", "target",
+            "verdict"]  # fmt: skip
+    return table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
+
+
+def block_p2p(res: dict[str, Any]) -> str:
+    return (
+        "Forwarded (first) against direct (second), medians over the repetitions; the ratio "
+        "is taken per repetition:\n\n" + _checks_block(res, P2P_CHECKS)
+    )
+
+
+def block_zippers(res: dict[str, Any]) -> str:
+    return (
+        "More zipper hosts (first) against one (second), medians over the repetitions; the "
+        "ratio is taken per repetition:\n\n" + _checks_block(res, ZIPPER_CHECKS)
+    )
+
+
+def plot_checks(res: dict[str, Any], path: Path, checks: tuple[Check, ...], title: str) -> None:
+    plt = pyplot()
+    found = [(c, [ratio(res, m, c.num, c.den, c.nbytes) for m in mpis(res)]) for c in checks]
+    found = [(c, rs) for c, rs in found if any(rs)]
+    fig, axes = plt.subplots(1, len(found), figsize=(3.2 * len(found), 4), squeeze=False,
+                             constrained_layout=True)  # fmt: skip
+    for ax, (c, rs) in zip(axes[0], found, strict=True):
+        names = [r.mpi for r in rs if r]
+        meds = [r.median for r in rs if r]
+        lo = [r.median - min(r.values) for r in rs if r]
+        hi = [max(r.values) - r.median for r in rs if r]
+        ax.bar(names, meds, yerr=[lo, hi], capsize=4, color="tab:blue")
+        ax.axhline(c.target, color="gray", linestyle="--", label=f"target {c.target:g}")
+        ax.set_title(c.key, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{title} (isthmus experiment render)", fontsize=10)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_p2p(res: dict[str, Any], path: Path) -> None:
+    plot_checks(res, path, P2P_CHECKS, "forwarded / direct, and both ways / one way")
+
+
+def plot_zippers(res: dict[str, Any], path: Path) -> None:
+    plot_checks(res, path, ZIPPER_CHECKS, "several zipper hosts / one")
+
+
+def summary(p2p: dict[str, Any] | None, zippers: dict[str, Any] | None) -> dict[str, Any]:
+    """One number per target of issue 20 (the worst MPI's median ratio), null where the
+    experiment has not been run; each with its target and verdict."""
+    out: dict[str, Any] = {}
+    for res, checks in ((p2p, P2P_CHECKS), (zippers, ZIPPER_CHECKS)):
+        for c in checks:
+            rs = [ratio(res, m, c.num, c.den, c.nbytes) for m in mpis(res)] if res else []
+            meds = [r.median for r in rs if r]
+            if not meds:
+                out[c.key] = {"value": None, "target": c.target, "met": None}
+                continue
+            worst = max(meds) if c.at_most else min(meds)
+            out[c.key] = {"value": round(worst, 3), "target": c.target,
+                          "at_most": c.at_most, "met": met(c, worst)}  # fmt: skip
+    out["collective_worst_ratio"] = {"value": None, "target": 1.25, "met": None}
+    return out
+
+
+def write_summary(p2p: dict[str, Any] | None, zippers: dict[str, Any] | None) -> str:
+    text = json.dumps(summary(p2p, zippers), indent=2) + "\n"
+    atomic.write_text(SUMMARY_FILE, text)
+    return text
