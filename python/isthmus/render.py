@@ -616,9 +616,15 @@ def _register_areas() -> None:
             "net/wait-mode": Block("net/wait-mode", a.block_wait_mode),
             "net/mpi-bandwidth": Block("net/mpi-bandwidth", a.block_mpi_bandwidth,
                                        a.plot_mpi_bandwidth, "results/net/mpi-bandwidth.png"),
-            "zipper/p2p": Block("zipper/p2p", z.block_p2p, z.plot_p2p, "results/zipper/p2p.png"),
-            "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
+            # render_zipper imports this module: its functions are looked up when called
+            "zipper/p2p": Block("zipper/p2p", lambda r: z.block_p2p(r),
+                                lambda r, f: z.plot_p2p(r, f), "results/zipper/p2p.png"),
+            "zipper/zippers": Block("zipper/zippers", lambda r: z.block_zippers(r),
+                                    lambda r, f: z.plot_zippers(r, f),
                                     "results/zipper/zippers.png"),
+            "zipper/collectives": Block("zipper/collectives", lambda r: z.block_collectives(r),
+                                        lambda r, f: z.plot_collectives(r, f),
+                                        "results/zipper/collectives.png"),
         }
     )  # fmt: skip
 
@@ -725,12 +731,13 @@ def render(check: bool = False) -> list[str]:
     from . import render_zipper
 
     p2p, zippers = load_result("zipper/p2p"), load_result("zipper/zippers")
+    colls = load_result("zipper/collectives")
     if check:
-        want = json.dumps(render_zipper.summary(p2p, zippers), indent=2) + "\n"
+        want = json.dumps(render_zipper.summary(p2p, zippers, colls), indent=2) + "\n"
         have = render_zipper.SUMMARY_FILE
         if not have.exists() or have.read_text() != want:
             problems.append(f"{provenance.relative(have)}: differs from its experiments' JSON "
                             "(run 'bin/isthmus experiment render')")  # fmt: skip
     else:
-        render_zipper.write_summary(p2p, zippers)
+        render_zipper.write_summary(p2p, zippers, colls)
     return problems

@@ -290,6 +290,22 @@ def _zipper(res: dict[str, Any], key: str) -> Measured:
     )
 
 
+def _zipper_collectives(res: dict[str, Any]) -> Measured:
+    from . import render_zipper as z
+
+    points = z.coll_points(res)
+    if not points:
+        return Measured("not in the results file", "-", "-", False)
+    worst = max(points, key=lambda p: p.ratio.median)
+    return Measured(
+        f"{statistics.median(p.ratio.median for p in points):.2f}x ({len(points)} points)",
+        f"{max(max(p.ratio.values) - min(p.ratio.values) for p in points):.2f} (widest range)",
+        f"{worst.ratio.median:.2f}x ({worst.mpi}, {worst.ranks}, {worst.collective} "
+        f"{render.size(worst.nbytes)})",
+        worst.ratio.median <= z.COLL_TARGET,
+    )
+
+
 MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "never-slower": _never_slower,
     "model-chosen": _model_chosen,
@@ -318,6 +334,7 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "zipper-aggregate-2": lambda res: _zipper(res, "aggregate_2"),
     "zipper-aggregate-4": lambda res: _zipper(res, "aggregate_4"),
     "zipper-one-pair": lambda res: _zipper(res, "one_pair_2"),
+    "zipper-collectives": lambda res: _zipper_collectives(res),
 }
 
 

@@ -148,6 +148,35 @@ static void datatypes(void)
     MPI_Type_free(&vec);
 }
 
+/* Rendezvous (more than 64 KiB) with derived types on either side: the bulk data are
+ * packed at the sender and unpacked at the receiver once the last slice has come. */
+static void rendezvous(void)
+{
+    enum { N = 40000 }; /* 160 KB of ints, every other one of 2N */
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    MPI_Datatype every_other;
+    MPI_Type_vector(N, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    int *spread = malloc(2 * N * sizeof *spread), *packed = malloc(N * sizeof *packed);
+    for (int i = 0; i < 2 * N; i++) spread[i] = rank * 1000000 + i;
+    MPI_Status st;
+    MPI_Sendrecv(spread, 1, every_other, right, 21, packed, N, MPI_INT, left, 21, MPI_COMM_WORLD, &st);
+    for (int i = 0; i < N; i += 997) CHECK(packed[i] == left * 1000000 + 2 * i, "packed %d: %d", i, packed[i]);
+    int n;
+    MPI_Get_count(&st, MPI_INT, &n);
+    CHECK(n == N, "rendezvous count %d", n);
+    for (int i = 0; i < N; i++) packed[i] = rank * 1000000 + i;
+    for (int i = 0; i < 2 * N; i++) spread[i] = -1;
+    MPI_Sendrecv(packed, N, MPI_INT, right, 22, spread, 1, every_other, left, 22, MPI_COMM_WORLD, &st);
+    for (int i = 0; i < N; i += 991) {
+        CHECK(spread[2 * i] == left * 1000000 + i, "spread %d: %d", i, spread[2 * i]);
+        CHECK(spread[2 * i + 1] == -1, "gap %d written: %d", i, spread[2 * i + 1]);
+    }
+    MPI_Type_free(&every_other);
+    free(spread);
+    free(packed);
+}
+
 static void collectives(void)
 {
     int v = rank + 1, sum = 0;
@@ -540,6 +569,7 @@ int main(int argc, char **argv)
     wildcard_order();
     nonblocking();
     datatypes();
+    rendezvous();
     collectives();
     communicators();
     more_p2p();

@@ -17,9 +17,12 @@ cases, points and groups, so they are spread over the run's length.
   timeout = "10min"                          # per step
   [[params.cases]]  name = "...", mpi = "mpich", set = ["layer.wait=auto"],
                     platform = "..." (optional: a case's own platform)
+                    entries = "mpi" (optional: the case's own entries; on a zipped
+                    platform only "mpi" has a meaning: no MPI's own spans the sites)
                     (default: one case per MPI of the experiment, no settings)
   [params.vary]     "wan.latency" = ["10ms", "0"]   (every combination, in order)
-  [[params.groups]] collectives = ["bcast"], min_size = "4MiB", max_size = "4MiB"
+  [[params.groups]] collectives = ["bcast"], min_size = "4MiB", max_size = "4MiB",
+                    iterations = 3 (optional: the group's own)
                     (default: one group from params.collectives, min_size, max_size)
 
 A row per (case, point, collective, size, entry): the median over the repetitions of
@@ -77,6 +80,7 @@ def groups(exp: Experiment) -> list[dict[str, Any]]:
             "collectives": list(g["collectives"]),
             "min_size": parse_size(g.get("min_size", 8)),
             "max_size": parse_size(g.get("max_size", g.get("min_size", 8))),
+            "iterations": int(g.get("iterations", exp.params.get("iterations", 10))),
         }
         for g in given
     ]
@@ -129,8 +133,8 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     program_args = [
         "--collectives", ",".join(g["collectives"]),
         "--min-size", str(g["min_size"]), "--max-size", str(g["max_size"]),
-        "--iterations", str(p.get("iterations", 10)), "--warmup", str(p.get("warmup", 1)),
-        "--entries", p.get("entries", "mpi,native"),
+        "--iterations", str(g["iterations"]), "--warmup", str(p.get("warmup", 1)),
+        "--entries", case["entries"] or p.get("entries", "mpi,native"),
     ]  # fmt: skip
     log: list[str] = []
     header, recs = bench_records(
