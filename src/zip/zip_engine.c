@@ -345,18 +345,42 @@ static void finish_native(struct ist_zop *op, const MPI_Status *st)
     complete(op);
 }
 
+/* Whether two receives on one communicator could match the same message. */
+static int overlap(const struct ist_zop *a, const struct ist_zop *b)
+{
+    return a->comm == b->comm &&
+           (a->peer == b->peer || a->peer == MPI_ANY_SOURCE || b->peer == MPI_ANY_SOURCE) &&
+           (a->tag == b->tag || a->tag == MPI_ANY_TAG || b->tag == MPI_ANY_TAG);
+}
+
 static void progress_native(void)
 {
+    /* Native messages go to the posted receives oldest first. A receive that found none
+     * holds back every later receive that could match the same message: probing for it
+     * anyway would hand a message that arrives meanwhile to a younger receive (found by
+     * an 8-rank Bcast whose 683-byte segment met the 682-byte receive of the last). */
+    enum { HELD_MAX = 64 };
+    const struct ist_zop *held[HELD_MAX];
+    int nheld = 0;
     for (struct ist_zop *op = posted.head, *next; op; op = next) {
         next = op->next;
         struct ist_zcomm *c = op->comm;
         if (op->peer != MPI_ANY_SOURCE && c->local_rank[op->peer] < 0) continue;
+        int blocked = nheld == HELD_MAX;
+        for (int i = 0; i < nheld && !blocked; i++) blocked = overlap(held[i], op);
+        if (blocked) {
+            if (nheld < HELD_MAX) held[nheld++] = op;
+            continue;
+        }
         int src = op->peer == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->local_rank[op->peer];
         int flag = 0;
         MPI_Message msg;
         MPI_Status st;
         PMPI_Improbe(src, op->tag, c->local, &flag, &msg, &st);
-        if (!flag) continue;
+        if (!flag) {
+            held[nheld++] = op;
+            continue;
+        }
         list_remove(&posted, op);
         PMPI_Imrecv(op->buf, op->count, op->type, &msg, &op->native);
         list_add(&native_ops, op);

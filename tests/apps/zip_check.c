@@ -177,6 +177,19 @@ static void rendezvous(void)
     free(packed);
 }
 
+/* Broadcasts cut into segments of unequal size (2048 bytes: 683, 683, 682), back to back:
+ * a local rank's receives must take the segments in order (native messages go to the
+ * oldest receive that could match them). */
+static void segmented_bcast(void)
+{
+    char buf[2048];
+    for (int it = 0; it < 20; it++) {
+        if (rank == 0) memset(buf, 'a' + it, sizeof buf);
+        MPI_Bcast(buf, (int)sizeof buf, MPI_BYTE, 0, MPI_COMM_WORLD);
+        for (size_t i = 0; i < sizeof buf; i += 97) CHECK(buf[i] == 'a' + it, "bcast %d byte %zu", it, i);
+    }
+}
+
 static void collectives(void)
 {
     int v = rank + 1, sum = 0;
@@ -570,6 +583,7 @@ int main(int argc, char **argv)
     nonblocking();
     datatypes();
     rendezvous();
+    segmented_bcast();
     collectives();
     communicators();
     more_p2p();
