@@ -69,64 +69,79 @@ class Check:
     nbytes: int
     unit: str
     target: float
-    at_most: bool  # the target is an upper bound (else a lower one)
+    bound: str  # "at most", "at least" or "above" the target (the issue's words)
+
+    @property
+    def at_most(self) -> bool:
+        return self.bound == "at most"
 
 
 P2P_CHECKS = (
     Check("latency_ratio", "8 B round trip, forwarded / direct, zipper.toml latencies",
-          "forwarded/latency", "direct/latency", 8, "us", 1.3, True),
+          "forwarded/latency", "direct/latency", 8, "us", 1.3, "at most"),
     Check("latency_ratio_1ms", "8 B round trip, forwarded / direct, 1 ms links",
-          "forwarded/latency-1ms", "direct/latency-1ms", 8, "us", 1.05, True),
+          "forwarded/latency-1ms", "direct/latency-1ms", 8, "us", 1.05, "at most"),
     Check("bandwidth_fraction", "bandwidth at 4 MiB, forwarded / direct",
-          "forwarded/bw", "direct/bw", MIB4, "Mbit/s", 0.90, False),
+          "forwarded/bw", "direct/bw", MIB4, "Mbit/s", 0.90, "at least"),
     Check("bibw_over_bw", "both ways / one way through one forwarder, 4 MiB",
-          "forwarded/bibw", "forwarded/bw", MIB4, "Mbit/s", 1.8, False),
+          "forwarded/bibw", "forwarded/bw", MIB4, "Mbit/s", 1.8, "at least"),
 )  # fmt: skip
 ZIPPER_CHECKS = (
     Check("aggregate_2", "4 pairs, 512 KiB messages: 2 zippers / 1", "pairs/2", "pairs/1",
-          512 << 10, "Mbit/s", 1.8, False),
+          512 << 10, "Mbit/s", 1.8, "at least"),
     Check("aggregate_4", "4 pairs, 512 KiB messages: 4 zippers / 1", "pairs/4", "pairs/1",
-          512 << 10, "Mbit/s", 3.4, False),
+          512 << 10, "Mbit/s", 3.4, "at least"),
+    # "faster with 2 zippers than with 1": strictly more
     Check("one_pair_2", "one pair, one 4 MiB message: 2 zippers / 1", "one/2", "one/1", MIB4,
-          "Mbit/s", 1.0, False),
+          "Mbit/s", 1.0, "above"),
 )  # fmt: skip
 
 
 def met(c: Check, value: float) -> bool:
-    # "faster with 2 zippers than with 1": strictly more
-    if c.key == "one_pair_2":
+    if c.bound == "above":
         return value > c.target
     return value <= c.target if c.at_most else value >= c.target
 
 
-def _checks_block(res: dict[str, Any], checks: tuple[Check, ...]) -> str:
+def worst(res: dict[str, Any], c: Check) -> tuple[list[Ratio], Ratio | None]:
+    """Every MPI's ratio for check c, and the one that decides it (the farthest from the
+    target's side)."""
+    rs = [r for m in mpis(res) if (r := ratio(res, m, c.num, c.den, c.nbytes))]
+    if not rs:
+        return rs, None
+    return rs, (max if c.at_most else min)(rs, key=lambda r: r.median)
+
+
+def _with_table(intro: str, head: list[str], rows: list[list[str]], res: dict[str, Any],
+                right_from: int) -> str:  # fmt: skip
+    """A block: its sentence, the table, and where the results file came from."""
+    return intro + ":\n\n" + table(head, rows, right_from=right_from) + "\n" + made_by(res) + "\n"
+
+
+def _checks_block(res: dict[str, Any], checks: tuple[Check, ...], intro: str) -> str:
     rows = []
     for mpi in mpis(res):
         for c in checks:
             r = ratio(res, mpi, c.num, c.den, c.nbytes)
             if r is None:
                 continue
-            word = "at most" if c.at_most else "above" if c.key == "one_pair_2" else "at least"
             verdict = "met" if met(c, r.median) else "**not met**"
             rows.append([mpi, c.what, f"{r.numerator:.1f}", f"{r.denominator:.1f}", c.unit,
-                         r.text(), f"{word} {c.target:g}", verdict])  # fmt: skip
+                         r.text(), f"{c.bound} {c.target:g}", verdict])  # fmt: skip
     head = ["MPI", "measure", "first", "second", "unit", "ratio: median (range)", "target",
             "verdict"]  # fmt: skip
-    return table(head, rows, right_from=2) + "\n" + made_by(res) + "\n"
+    return _with_table(intro, head, rows, res, right_from=2)
 
 
 def block_p2p(res: dict[str, Any]) -> str:
-    return (
-        "Forwarded (first) against direct (second), medians over the repetitions; the ratio "
-        "is taken per repetition:\n\n" + _checks_block(res, P2P_CHECKS)
-    )
+    return _checks_block(res, P2P_CHECKS, "Forwarded (first) against direct (second), medians "
+                         "over the repetitions; the ratio is taken per repetition")  # fmt: skip
 
 
 def block_zippers(res: dict[str, Any]) -> str:
-    return (
-        "More zipper hosts (first) against one (second), medians over the repetitions; the "
-        "ratio is taken per repetition:\n\n" + _checks_block(res, ZIPPER_CHECKS)
-    )
+    return _checks_block(res, ZIPPER_CHECKS, "More zipper hosts (first) against one "
+                         "(second), medians over the repetitions; the ratio is taken per "
+                         "repetition")  # fmt: skip
 
 
 def plot_checks(res: dict[str, Any], path: Path, checks: tuple[Check, ...], title: str) -> None:
@@ -212,15 +227,10 @@ def block_collectives(res: dict[str, Any]) -> str:
                      "met" if worst.ratio.median <= COLL_TARGET else "**not met**"])  # fmt: skip
     head = ["MPI", "ranks", "collective", "median ratio over sizes", "worst size: ratio (range)",
             "there: forwarded / direct (ms)", f"within {COLL_TARGET}x"]  # fmt: skip
-    return (
+    return _with_table(
         "Forwarded time over the direct link's faster entry (the layer's choice or the MPI's "
         "own), per size the median of per-repetition ratios; per collective the median over "
-        "the sizes and the worst size:\n\n"
-        + table(head, rows, right_from=3)
-        + "\n"
-        + made_by(res)
-        + "\n"
-    )
+        "the sizes and the worst size", head, rows, res, right_from=3)  # fmt: skip
 
 
 def plot_collectives(res: dict[str, Any], path: Path) -> None:
@@ -259,19 +269,17 @@ def summary(
     out: dict[str, Any] = {}
     for res, checks in ((p2p, P2P_CHECKS), (zippers, ZIPPER_CHECKS)):
         for c in checks:
-            rs = [ratio(res, m, c.num, c.den, c.nbytes) for m in mpis(res)] if res else []
-            meds = [r.median for r in rs if r]
-            if not meds:
+            decides = worst(res, c)[1] if res else None
+            if decides is None:
                 out[c.key] = {"value": None, "target": c.target, "met": None}
                 continue
-            worst = max(meds) if c.at_most else min(meds)
-            out[c.key] = {"value": round(worst, 3), "target": c.target,
-                          "at_most": c.at_most, "met": met(c, worst)}  # fmt: skip
+            out[c.key] = {"value": round(decides.median, 3), "target": c.target,
+                          "at_most": c.at_most, "met": met(c, decides.median)}  # fmt: skip
     points = coll_points(colls) if colls else []
     if points:
-        worst = max(p.ratio.median for p in points)
-        out["collective_worst_ratio"] = {"value": round(worst, 3), "target": COLL_TARGET,
-                                         "at_most": True, "met": worst <= COLL_TARGET}  # fmt: skip
+        top = max(p.ratio.median for p in points)
+        out["collective_worst_ratio"] = {"value": round(top, 3), "target": COLL_TARGET,
+                                         "at_most": True, "met": top <= COLL_TARGET}  # fmt: skip
     else:
         out["collective_worst_ratio"] = {"value": None, "target": COLL_TARGET, "met": None}
     return out

@@ -278,10 +278,9 @@ def _zipper(res: dict[str, Any], key: str) -> Measured:
     from . import render_zipper as z
 
     check = next(c for c in (*z.P2P_CHECKS, *z.ZIPPER_CHECKS) if c.key == key)
-    rs = [r for m in z.mpis(res) if (r := z.ratio(res, m, check.num, check.den, check.nbytes))]
-    if not rs:
+    rs, worst = z.worst(res, check)
+    if worst is None:
         return Measured("not in the results file", "-", "-", False)
-    worst = max(rs, key=lambda r: r.median) if check.at_most else min(rs, key=lambda r: r.median)
     return Measured(
         ", ".join(f"{r.mpi} {r.median:.2f}x" for r in rs),
         ", ".join(f"{min(r.values):.2f}-{max(r.values):.2f}" for r in rs),

@@ -191,8 +191,8 @@ void ist_zip_bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, 
     if (!op || (long long)(offset + len) > op->rdv_bytes)
         ist_zip_fatal("data of rendezvous %u from rank %d that no receive asked for", id, src);
     if ((long long)offset < op->rdv_fits) { /* what the receive has no room for is dropped */
-        size_t take = (long long)(offset + len) <= op->rdv_fits ? len : (size_t)(op->rdv_fits - (long long)offset);
-        memcpy(op->rdv_into + offset, p, take);
+        long long room = op->rdv_fits - (long long)offset;
+        memcpy(op->rdv_into + offset, p, (long long)len <= room ? len : (size_t)room);
     }
     op->rdv_got += (long long)len;
     if (op->rdv_got == op->rdv_bytes) {
@@ -358,7 +358,7 @@ static void progress_native(void)
     /* Native messages go to the posted receives oldest first. A receive that found none
      * holds back every later receive that could match the same message: probing for it
      * anyway would hand a message that arrives meanwhile to a younger receive (found by
-     * an 8-rank Bcast whose 683-byte segment met the 682-byte receive of the last). */
+     * a 4-rank Bcast whose 683-byte segment met the 682-byte receive of the last). */
     enum { HELD_MAX = 64 };
     const struct ist_zop *held[HELD_MAX];
     int nheld = 0;
