@@ -567,6 +567,42 @@ def cmd_model_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_coll_list(args: argparse.Namespace) -> int:
+    from .config import collectives
+
+    reg = collectives.registry()
+    table = Table(title="the WAN-aware collectives (src/coll/registry.toml)", box=None)
+    for col in ("collective", "algorithms (native: the MPI's own)", "settings"):
+        table.add_column(col)
+    for c in reg.collectives.values():
+        table.add_row(c.name, ", ".join(c.algorithm_names()), ", ".join(c.settings) or "-")
+    Console().print(table)
+    return 0
+
+
+def cmd_coll_info(args: argparse.Namespace) -> int:
+    from .config import collectives
+
+    reg = collectives.registry()
+    c = reg.collectives.get(args.collective)
+    if c is None:
+        raise UserError(f"coll info: {reg.unknown_collective(args.collective)}")
+    form = f" (a form of {c.regular}: its algorithms and settings)" if c.regular != c.name else ""
+    print(f"{c.name}{form}")
+    for a in c.algorithms:
+        print(f"\n  algorithm {a.name}" + (f"  ({a.file})" if a.file else ""))
+        print(f"    does: {a.does}")
+        print(f"    when: {a.when}")
+        if a.cost:
+            print(f"    cost: {a.cost}")
+    for name in c.settings:
+        st = reg.settings[name]
+        print(f"\n  setting {name} ({st.kind}, default {st.default}): {st.summary}")
+        print(f'    platform: [collectives.{name}] {c.name} = "{st.default}"; '
+              f"environment: ISTHMUS_COLL_{name.upper()}={c.name}:{st.default}")  # fmt: skip
+    return 0
+
+
 def cmd_coll_explain(args: argparse.Namespace) -> int:
     from . import coll_explain
 
@@ -830,6 +866,13 @@ def build_parser() -> Parser:
 
     cp = sub.add_parser("coll", help="the WAN-aware collectives: how the layer chooses")
     csub = cp.add_subparsers(dest="action", required=True, parser_class=Parser)
+    sp = csub.add_parser("list", help="every collective with its algorithms and settings")
+    sp.set_defaults(func=cmd_coll_list)
+    sp = csub.add_parser(
+        "info", help="one collective: its algorithms, when each is chosen, its cost, settings"
+    )
+    sp.add_argument("collective", metavar="COLLECTIVE", help="e.g. allreduce")
+    sp.set_defaults(func=cmd_coll_info)
     sp = csub.add_parser(
         "explain",
         help="each candidate's predicted time and the one the layer runs",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config import collectives as coll_registry
 from .errors import UserError
 from .units import UnitError, parse_duration, parse_rate, parse_size
 
@@ -87,26 +88,8 @@ class LayerSettings:
     placement: str = "block"  # how world ranks map onto clusters
 
 
-# The collectives libisthmus has a WAN-aware form of (src/coll), by their selector names.
-COLLECTIVE_NAMES = (
-    "barrier",
-    "bcast",
-    "reduce",
-    "allreduce",
-    "gather",
-    "gatherv",
-    "scatter",
-    "scatterv",
-    "allgather",
-    "allgatherv",
-    "alltoall",
-    "alltoallv",
-    "alltoallw",
-    "reduce_scatter",
-    "reduce_scatter_block",
-    "scan",
-    "exscan",
-)
+# The WAN-aware collectives by their selector names (src/coll/registry.toml).
+COLLECTIVE_NAMES = coll_registry.names()
 
 
 @dataclass(frozen=True)
@@ -115,7 +98,9 @@ class CollectiveSettings:
 
     disable: tuple[str, ...] = ()
     algorithm: tuple[tuple[str, str], ...] = ()  # (collective, algorithm) forced
-    segment: int | None = None  # forced broadcast segment size in bytes
+    # forced wide-area segment sizes in bytes: ("", bytes) for every collective with one,
+    # then (collective, bytes) for one collective
+    segment: tuple[tuple[str, int], ...] = ()
     log: bool = False
     params: Path | None = None  # a P-LogP parameter file; default: derived from the platform
     # "model": ours only where predicted faster than the MPI's own; "always": wherever it applies
@@ -536,13 +521,15 @@ def _collective_settings(r: _Reader, value: Any, path: Path) -> CollectiveSettin
                 "collectives.disable",
                 f"unknown collective {d!r} (expected one of {', '.join(COLLECTIVE_NAMES)})",
             )
+    reg = coll_registry.registry()
     algo = r.table(t.get("algorithm", {}), "collectives.algorithm", COLLECTIVE_NAMES)
     for k, v in algo.items():
-        if not isinstance(v, str) or not v.replace("_", "").isalnum():
+        if not isinstance(v, str):
             raise r.fail(f"collectives.algorithm.{k}", f"expected an algorithm name, got {v!r}")
-    segment = r.unit(t, "collectives", "segment", parse_size, None) if "segment" in t else None
-    if segment is not None and segment <= 0:
-        raise r.fail("collectives.segment", f"expected a positive size, got {t['segment']!r}")
+        why = reg.algorithm_problem(k, v)
+        if why:
+            raise r.fail(f"collectives.algorithm.{k}", why)
+    segment = _segments(r, t.get("segment"), reg)
     params, tuning = t.get("params"), t.get("tuning")
     for key, name in (("params", params), ("tuning", tuning)):
         if name is not None and (not isinstance(name, str) or not name):
@@ -550,12 +537,34 @@ def _collective_settings(r: _Reader, value: Any, path: Path) -> CollectiveSettin
     return CollectiveSettings(
         disable=disable,
         algorithm=tuple(sorted(algo.items())),
-        segment=int(segment) if segment is not None else None,
+        segment=segment,
         log=r.boolean(t, "collectives", "log", False),
         params=(path.parent / params) if params else None,
         select=r.choice(t, "collectives", "select", "model", COLLECTIVE_SELECTIONS),
         tuning=(path.parent / tuning) if tuning else None,
     )
+
+
+def _segments(r: _Reader, value: Any, reg: coll_registry.Registry) -> tuple[tuple[str, int], ...]:
+    """collectives.segment: one size for every collective with a segment, or a table of
+    sizes by collective."""
+    if value is None:
+        return ()
+    items = value.items() if isinstance(value, dict) else [("", value)]
+    out = []
+    for name, size in items:
+        key = f"collectives.segment.{name}" if name else "collectives.segment"
+        why = reg.setting_problem(name, "segment") if name else None
+        if why:
+            raise r.fail(key, why)
+        try:
+            nbytes = parse_size(size)
+        except UnitError as e:
+            raise r.fail(key, str(e)) from None
+        if nbytes <= 0:
+            raise r.fail(key, f"expected a positive size such as '16KiB', got {size!r}")
+        out.append((name, nbytes))
+    return tuple(out)
 
 
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Platform:

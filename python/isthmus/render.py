@@ -638,9 +638,14 @@ def render_block(name: str, where: Path | None = None) -> str:
         from . import targets
 
         return targets.block()
+    if name == "coll/registry":  # from src/coll/registry.toml, not from results
+        from .config import collectives
+
+        return collectives.markdown_table()
     if name not in BLOCKS:
         raise UserError(
-            f"unknown render block {name!r}: expected performance or {', '.join(BLOCKS)}"
+            f"unknown render block {name!r}: expected performance, coll/registry or "
+            f"{', '.join(BLOCKS)}"
         )
     b = BLOCKS[name]
     res = load_result(b.source)

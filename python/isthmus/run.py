@@ -162,8 +162,8 @@ def collective_environment(platform: Platform, workdir: Path) -> dict[str, str]:
         env["ISTHMUS_COLL_DISABLE"] = ",".join(c.disable)
     if c.algorithm:
         env["ISTHMUS_COLL_ALGORITHM"] = ",".join(f"{k}:{v}" for k, v in c.algorithm)
-    if c.segment:
-        env["ISTHMUS_COLL_SEGMENT"] = str(c.segment)
+    if c.segment:  # every collective's first, then single ones (src/coll/settings.c)
+        env["ISTHMUS_COLL_SEGMENT"] = ",".join(f"{k}:{v}" if k else str(v) for k, v in c.segment)
     if c.log:
         env["ISTHMUS_COLL_LOG"] = "1"
     if c.select != "model":

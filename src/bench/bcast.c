@@ -20,7 +20,7 @@
 
 #include "bench_common.h"
 #include "bench_window.h"
-#include "coll_tree.h"
+#include "tree.h"
 #include "plogp.h"
 
 #define TAG 77
@@ -58,7 +58,7 @@ static struct layout layout_of(int size)
     return l;
 }
 
-/* The tree and pipeline of libisthmus's broadcast (src/coll/coll_tree.c), rooted at 0. */
+/* The tree and pipeline of libisthmus's broadcast (src/coll/common/tree.c), rooted at 0. */
 static void pipelined(void *ctx)
 {
     struct bcast_plan *p = ctx;

@@ -10,15 +10,15 @@
 #include <string.h>
 
 #include "coll_tuning.h"
+#include "settings.h"
 #include "layer.h"
 #include "topology.h"
 
 int ist_hier_enabled;
 _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
 
-static int disabled[IST_COLL_COUNT];
-static char forced[IST_COLL_COUNT][32];
-static long forced_segment;
+/* ISTHMUS_COLL_DISABLE, _ALGORITHM and _SEGMENT, checked at MPI_Init (settings.h) */
+static struct ist_coll_settings settings;
 static int log_choices;
 /* ISTHMUS_COLL_SELECT=always: ours wherever it applies, the model not asked (tests of the
  * algorithms, comparisons); default "model". */
@@ -57,38 +57,19 @@ static struct cached *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static int delete_hier(MPI_Comm comm, int kv, void *value, void *extra);
 
-/* "a,b" or "a:x,b:y": calls each(index, value or NULL) per known name; warns on others. */
-static void parse_list(const char *var, void (*each)(int, const char *))
+void ist_hier_settings(void)
 {
-    const char *spec = getenv(var);
-    for (const char *p = spec; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *colon = memchr(p, ':', len);
-        size_t nlen = colon ? (size_t)(colon - p) : len;
-        int i = ist_coll_by_name(p, nlen);
-        if (i < 0) {
-            if (ist_world_rank() == 0)
-                fprintf(stderr, "isthmus: %s: unknown collective '%.*s' ignored\n", var,
-                        (int)nlen, p);
-        } else {
-            char value[32] = "";
-            if (colon) snprintf(value, sizeof value, "%.*s", (int)(len - nlen - 1), colon + 1);
-            each(i, colon ? value : NULL);
-        }
-        p = end ? end + 1 : NULL;
-    }
-}
-
-static void disable_one(int i, const char *value)
-{
-    (void)value;
-    disabled[i] = 1;
-}
-
-static void force_one(int i, const char *value)
-{
-    if (value) snprintf(forced[i], sizeof forced[i], "%s", value);
+    char err[600] = "";
+    if (ist_coll_settings_parse(&settings, getenv("ISTHMUS_COLL_DISABLE"),
+                                getenv("ISTHMUS_COLL_ALGORITHM"), getenv("ISTHMUS_COLL_SEGMENT"),
+                                err, sizeof err) == 0)
+        return;
+    /* every rank has the same environment and stops here: rank 0 says why */
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) fprintf(stderr, "isthmus: %s\n", err);
+    PMPI_Finalize();
+    exit(2);
 }
 
 /* Built-in parameters when no file is given: a Gigabit LAN and a 10 ms, 100 Mbit/s WAN. */
@@ -141,10 +122,6 @@ void ist_hier_init(void)
     const char *mode = getenv("ISTHMUS_COLL");
     ist_hier_enabled = mode && strcmp(mode, "isthmus") == 0;
     if (ist_zip_active && !ist_hier_enabled) ist_hier_enabled = zip_spanning_only = 1;
-    parse_list("ISTHMUS_COLL_DISABLE", disable_one);
-    parse_list("ISTHMUS_COLL_ALGORITHM", force_one);
-    const char *seg = getenv("ISTHMUS_COLL_SEGMENT");
-    forced_segment = seg ? atol(seg) : 0;
     const char *log = getenv("ISTHMUS_COLL_LOG");
     log_choices = log && *log && strcmp(log, "0") != 0;
     const char *tuning_file = getenv("ISTHMUS_COLL_TUNING");
@@ -439,19 +416,23 @@ static int way_of(struct ist_hier *h, enum ist_coll_id id, long bytes)
 
 struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
 {
-    if (!ist_hier_enabled || ist_in_hier || disabled[id] || comm == MPI_COMM_NULL) return NULL;
-    if (strcmp(forced[id], "native") == 0) return NULL;
+    if (!ist_hier_enabled || ist_in_hier || settings.disabled[id] || comm == MPI_COMM_NULL)
+        return NULL;
+    int forced = settings.forced[id];
+    if (forced == IST_ALG_NATIVE) return NULL;
     int spanning = ist_zip_active && ist_zip_comm(comm);
     if (zip_spanning_only && !spanning) return NULL;
-    int choose = !forced[id][0] && !select_always && !spanning, way = IST_WAY_HIER;
+    int choose = forced == IST_ALG_NONE && !select_always && !spanning, way = IST_WAY_HIER;
     /* a WAN no slower than the LAN and nothing measured: no hierarchy is even built */
     if (choose && !wan_pays && tuning.n == 0) return NULL;
     struct ist_hier *h = lookup(comm);
     if (h->single) return NULL;
     if (choose && (way = way_of(h, id, bytes)) == IST_WAY_NATIVE) return NULL;
     /* forced, or every call ours (collectives.select = always): the hierarchical one */
-    if (!choose) way = strcmp(forced[id], "linear") == 0 ? IST_WAY_LINEAR : IST_WAY_HIER;
+    if (!choose) way = forced == IST_ALG_LINEAR ? IST_WAY_LINEAR : IST_WAY_HIER;
     h->way = way;
+    h->algorithm = forced;
+    h->segment = settings.segment[id] > 0 ? settings.segment[id] : IST_EAGER_SEGMENT;
     ist_in_hier = 1;
     entered_depth = ist_depth++; /* our own MPI calls pass through the wrappers unrecorded */
     return h;
@@ -497,8 +478,7 @@ int ist_hier_leave(int rc)
     return rc;
 }
 
-const char *ist_hier_algorithm(enum ist_coll_id id) { return forced[id]; }
-long ist_hier_forced_segment(void) { return forced_segment; }
+long ist_hier_forced_segment(enum ist_coll_id id) { return settings.segment[id]; }
 const struct ist_plogp *ist_hier_model(void) { return &model; }
 
 void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt, ...)

@@ -3,7 +3,7 @@
  * A communicator whose ranks sit in more than one cluster gets, at its first collective
  * call, a hierarchy cached on it: a private duplicate for our own messages, one
  * communicator per cluster, and the cluster of every rank. Each algorithm (one per file,
- * coll_<name>.c) works inside clusters with the MPI's native collectives on the cluster
+ * src/coll/<collective>/<collective>_<algorithm>.c, listed in src/coll/registry.toml) works inside clusters with the MPI's native collectives on the cluster
  * communicator and between clusters with point-to-point messages between one rank per
  * cluster, so that every item crosses each wide-area link at most once.
  *
@@ -20,7 +20,8 @@
 #include <stddef.h>
 
 #include "coll_cost.h"
-#include "coll_tree.h"
+#include "coll_registry.h"
+#include "tree.h"
 #include "plogp.h"
 
 #define IST_HIER_DECLINED (-12345)
@@ -31,7 +32,7 @@
 
 /* Which algorithm a call runs: the MPI's own, our hierarchical one (coll_<name>.c), or,
  * for Gather, Gatherv, Scatter and Scatterv, the linear one in eager segments
- * (coll_linear.c). */
+ * (gather/gather_linear.c, scatter/scatter_linear.c). */
 enum ist_way { IST_WAY_NATIVE, IST_WAY_HIER, IST_WAY_LINEAR };
 
 /* The last choices on a communicator, by collective and size (bytes as coll_cost.h
@@ -71,13 +72,14 @@ struct ist_hier {
     struct ist_decision decisions[IST_DECISION_CACHE];
     int next_decision;
     int way; /* the way of the call under way (ist_hier_enter): IST_WAY_HIER or _LINEAR */
+    int algorithm; /* the call's forced algorithm (an enum ist_coll_algorithm), or IST_ALG_NONE */
+    long segment;  /* the call's wide-area segment in bytes (collectives.segment) */
 };
 
 /* Selector state (hier.c), from the environment at MPI_Init:
  *   ISTHMUS_COLL=isthmus|native          on or off (default native);
- *   ISTHMUS_COLL_DISABLE=bcast,alltoall  collectives left native;
- *   ISTHMUS_COLL_ALGORITHM=bcast:flat,allreduce:direct  force an algorithm;
- *   ISTHMUS_COLL_SEGMENT=BYTES           force the broadcast's segment size;
+ *   ISTHMUS_COLL_DISABLE, _ALGORITHM, _SEGMENT: collectives left native, algorithms
+ *                                        forced, segment sizes (settings.h);
  *   ISTHMUS_COLL_SELECT=model|always     ours only where the model predicts it faster
  *                                        than the MPI's own (coll_cost.h), or always;
  *   ISTHMUS_COLL_LOG=1                   rank 0 logs each choice once per communicator
@@ -87,6 +89,9 @@ struct ist_hier {
 extern int ist_hier_enabled;
 extern _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
 
+/* Read ISTHMUS_COLL_DISABLE, _ALGORITHM and _SEGMENT (settings.h); on a bad value rank
+ * 0 prints the one-line error and every rank ends with exit status 2. First at MPI_Init. */
+void ist_hier_settings(void);
 void ist_hier_init(void);
 void ist_hier_finalize(void);
 
@@ -97,14 +102,6 @@ void ist_hier_finalize(void);
 #define IST_BYTES_LOCAL(b) (-1 - (b))
 struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes);
 
-/* Gather(v) and Scatter(v), linear in eager segments (coll_linear.c): the way
- * IST_WAY_LINEAR. mine: this rank's block (NULL at a root in place); recv/send: each
- * rank's block, at the root only. */
-struct ist_block;
-int ist_linear_gather(struct ist_hier *h, const struct ist_block *mine, int root,
-                      const struct ist_block *recv);
-int ist_linear_scatter(struct ist_hier *h, const struct ist_block *send, int root,
-                       const struct ist_block *mine);
 /* count elements of type, in bytes; the mean of counts[] (one per rank of comm) of type,
  * or of types[] (0 on an intercommunicator, which the selector leaves to the MPI). */
 long ist_type_bytes(int count, MPI_Datatype type);
@@ -112,9 +109,8 @@ long ist_counts_bytes(MPI_Comm comm, const int counts[], MPI_Datatype type);
 long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype types[]);
 int ist_hier_leave(int rc);
 
-/* The forced algorithm for id ("" when none) and the forced segment size (0: none). */
-const char *ist_hier_algorithm(enum ist_coll_id id);
-long ist_hier_forced_segment(void);
+/* The segment size forced for id (collectives.segment), or 0. */
+long ist_hier_forced_segment(enum ist_coll_id id);
 const struct ist_plogp *ist_hier_model(void);
 /* Rank 0 of comm logs a choice once per (communicator, id, detail). */
 void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt, ...)
@@ -126,11 +122,8 @@ void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt
 extern _Thread_local long ist_wan_bytes, ist_wan_messages, ist_wan_calls;
 void ist_hier_note_wan(const struct ist_hier *h, int dest, long bytes, long messages);
 
-/* Allreduce for large messages, on every rank of the communicator (coll_allreduce_split.c). */
-int ist_allreduce_split(struct ist_hier *h, const void *sendbuf, void *recvbuf, int count,
-                        MPI_Datatype type, MPI_Op op);
 
-/* ---- buffers (coll_buffers.c) ------------------------------------------------------ */
+/* ---- buffers (common/buffers.c) ------------------------------------------------------ */
 
 /* A temporary buffer for count elements of type: base is where element 0 goes. */
 struct ist_tmp {
@@ -159,12 +152,12 @@ int ist_h_irecv_typed(const struct ist_hier *h, void *buf, int count, MPI_Dataty
 int ist_h_waitall(int n, MPI_Request *reqs);
 
 /* Bulk wide-area messages (Allreduce's split exchange, Alltoall's) travel in segments of
- * IST_EAGER_SEGMENT bytes (coll_cost.h; or collectives.segment), under the MPI's eager limit: a
+ * ist_wan_segment(h) bytes (IST_EAGER_SEGMENT, coll_cost.h, or collectives.segment), under the MPI's eager limit: a
  * rendezvous handshake would wait behind the data that fill a wide-area queue (measured:
  * results/collectives/README.md). Receives are posted first and take segments in as they
  * come; both ends must know the message's size. Requests go into a growing list, waited
  * for (and freed) together. */
-long ist_wan_segment(void);
+long ist_wan_segment(const struct ist_hier *h);
 struct ist_reqs {
     MPI_Request *r;
     int n, cap;
@@ -215,5 +208,38 @@ void *ist_fold(void **parts, int n, int count, MPI_Datatype type, MPI_Op op);
  * other coordinator (allreduce: all coordinators exchange directly). */
 int ist_h_fold_clusters(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
                         MPI_Op op, int tag, int send_own);
+
+/* ---- the algorithms: src/coll/<collective>/<collective>_<algorithm>.c --------------- */
+
+struct ist_block;
+/* Bcast's shapes (bcast/): the optimizer's, its trees with the message whole, flat. */
+struct ist_bcast_shape ist_bcast_pipelined(struct ist_hier *h, long bytes);
+struct ist_bcast_shape ist_bcast_sequential(struct ist_hier *h, long bytes);
+struct ist_bcast_shape ist_bcast_flat(struct ist_hier *h, long bytes);
+/* Allreduce (allreduce/), on every rank of the communicator. */
+int ist_allreduce_direct(struct ist_hier *h, const void *sendbuf, void *recvbuf, int count,
+                         MPI_Datatype type, MPI_Op op);
+int ist_allreduce_split(struct ist_hier *h, const void *sendbuf, void *recvbuf, int count,
+                        MPI_Datatype type, MPI_Op op);
+/* Alltoall's two (alltoall/): send[j] this rank's block for rank j, recv[i] where rank
+ * i's block goes. */
+int ist_alltoall_aggregated(struct ist_hier *h, const struct ist_block *send,
+                            const struct ist_block *recv);
+int ist_alltoall_direct(struct ist_hier *h, const struct ist_block *send,
+                        const struct ist_block *recv);
+/* Gather(v) and Scatter(v), linear in eager segments (gather/gather_linear.c,
+ * scatter/scatter_linear.c): the way IST_WAY_LINEAR. mine: this rank's block (NULL at a
+ * root in place); recv/send: each rank's block, at the root only. */
+int ist_linear_gather(struct ist_hier *h, const struct ist_block *mine, int root,
+                      const struct ist_block *recv);
+int ist_linear_scatter(struct ist_hier *h, const struct ist_block *send, int root,
+                       const struct ist_block *mine);
+/* Their pairs (common/buffers.c): whether the pair (root, other) moves its block in eager
+ * segments, or whole where the segments would flood the wide-area link; the offsets of
+ * the packed blocks b[0..size) (the root's and the whole ones take no room). */
+int ist_linear_in_segments_pair(const struct ist_hier *h, int root, int other, long bytes);
+long *ist_linear_offsets(const struct ist_hier *h, const struct ist_block *b, int root);
+/* Blocks b[0..n) packed one after the other; (*off)[j] is where block j starts. */
+char *ist_pack_blocks(int n, const struct ist_block *b, long **off, int *rc);
 
 #endif

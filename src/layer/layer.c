@@ -37,6 +37,7 @@ void ist_layer_init(int provided)
 {
     if (initialized) return;
     initialized = 1;
+    ist_hier_settings(); /* a bad collectives setting ends the run here, before anything starts */
     ist_sleep_wait_init();
     run_start = ist_clock_now();
     /* Zipper forwarding (src/zip): one world over the sites' jobs, set up first so that

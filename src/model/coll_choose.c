@@ -24,30 +24,9 @@
 #include "coll_cost.h"
 #include "coll_tuning.h"
 
-const char *const ist_coll_names[IST_COLL_COUNT] = {
-    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
-    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw", "reduce_scatter",
-    "reduce_scatter_block", "scan", "exscan"};
-
-int ist_coll_by_name(const char *name, unsigned long len)
-{
-    for (int i = 0; i < IST_COLL_COUNT; i++)
-        if (strlen(ist_coll_names[i]) == len && strncmp(ist_coll_names[i], name, len) == 0) return i;
-    return -1;
-}
-
 enum ist_coll_id ist_coll_regular(enum ist_coll_id id)
 {
-    switch (id) {
-    case IST_COLL_GATHERV: return IST_COLL_GATHER;
-    case IST_COLL_SCATTERV: return IST_COLL_SCATTER;
-    case IST_COLL_ALLGATHERV: return IST_COLL_ALLGATHER;
-    case IST_COLL_ALLTOALLV:
-    case IST_COLL_ALLTOALLW: return IST_COLL_ALLTOALL;
-    case IST_COLL_REDUCE_SCATTER: return IST_COLL_REDUCE_SCATTER_BLOCK;
-    case IST_COLL_EXSCAN: return IST_COLL_SCAN;
-    default: return id;
-    }
+    return (enum ist_coll_id)ist_coll_registry[id].regular;
 }
 
 /* Each cluster's ranks in rank order. */

@@ -6,30 +6,9 @@
 
 #include "schedule.h"
 
-/* The collectives the layer intercepts, in the order of its selector settings. */
-enum ist_coll_id {
-    IST_COLL_BARRIER,
-    IST_COLL_BCAST,
-    IST_COLL_REDUCE,
-    IST_COLL_ALLREDUCE,
-    IST_COLL_GATHER,
-    IST_COLL_GATHERV,
-    IST_COLL_SCATTER,
-    IST_COLL_SCATTERV,
-    IST_COLL_ALLGATHER,
-    IST_COLL_ALLGATHERV,
-    IST_COLL_ALLTOALL,
-    IST_COLL_ALLTOALLV,
-    IST_COLL_ALLTOALLW,
-    IST_COLL_REDUCE_SCATTER,
-    IST_COLL_REDUCE_SCATTER_BLOCK,
-    IST_COLL_SCAN,
-    IST_COLL_EXSCAN,
-    IST_COLL_COUNT
-};
-extern const char *const ist_coll_names[IST_COLL_COUNT];
-/* The collective named name[0..len), or -1. */
-int ist_coll_by_name(const char *name, unsigned long len);
+/* The collectives the layer intercepts (enum ist_coll_id, ist_coll_names,
+ * ist_coll_by_name): generated from src/coll/registry.toml. */
+#include "coll_registry.h"
 
 /* The regular form whose algorithm (and tuning rules) a v-form uses. */
 enum ist_coll_id ist_coll_regular(enum ist_coll_id id);
@@ -47,7 +26,7 @@ struct ist_mpi {
  * larger message waits for the receiver's reply, one wide-area round trip). */
 #define IST_EAGER_SEGMENT (16L << 10)
 
-/* The most that the linear algorithm in eager segments (coll_linear.c) lets onto one
+/* The most that the linear algorithm in eager segments (gather/gather_linear.c, scatter/scatter_linear.c) lets onto one
  * wide-area link at once: the blocks of the ranks of one cluster, sent or received by the
  * root all at the same time. A pair whose block times its cluster's ranks is larger moves
  * it as one message, paced by the MPI's rendezvous, as the MPI's linear algorithm does:

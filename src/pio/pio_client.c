@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "pio_internal.h"
+#include "pio_layout.h"
+#include "pio_protocol.h"
+#include "pio_server.h"
 
 struct pio_file {
     pio_ctx *ctx;
@@ -155,16 +157,6 @@ int pio_set_schedule(pio_ctx *c, int strategy, int64_t block)
     c->strategy = strategy;
     c->block = block;
     return PIO_OK;
-}
-
-int pio_data_path(const struct pio_ctx *c, const char *name, char *out, size_t len)
-{
-    return snprintf(out, len, "%s/server-%d/%s", c->directory, c->server_index, name) < (int)len ? 0 : -1;
-}
-
-int pio_meta_path(const struct pio_ctx *c, const char *name, char *out, size_t len)
-{
-    return snprintf(out, len, "%s/server-0/%s.pio-meta", c->directory, name) < (int)len ? 0 : -1;
 }
 
 /* Every rank of comm returns the lowest code any rank had, with that rank's message. */
@@ -525,14 +517,6 @@ void pio_abort(int code, const char *fmt, ...)
     nanosleep(&pause, NULL);
     MPI_Abort(MPI_COMM_WORLD, code);
     exit(code); /* MPI_Abort does not return; this tells the compiler so */
-}
-
-long pio_test_hook(const char *var, int index)
-{
-    const char *v = getenv(var);
-    char *end;
-    long who = v && *v ? strtol(v, &end, 10) : -1;
-    return who >= 0 && who == index && *end == ':' ? strtol(end + 1, NULL, 10) : -1;
 }
 
 /* The paper's strategies have one piece in flight: the next leaves when the server has

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pio_internal.h"
+#include "pio_layout.h"
 
 static char last_error[512];
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pio_internal.h"
+#include "pio_layout.h"
 
 unsigned pio_random(unsigned *state)
 {

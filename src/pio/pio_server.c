@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pio_internal.h"
+#include "pio_layout.h"
+#include "pio_protocol.h"
+#include "pio_server.h"
 
 struct open_file {
     int id, fd;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pio_internal.h"
+#include "pio_layout.h"
 
 static int failures, checks;
 

@@ -6,6 +6,7 @@ collective, the platform's [collectives] table."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -55,7 +56,8 @@ def test_two_clusters_match_native(
         # 4 clusters of 2 with small segments (broadcast, Allreduce's split exchange in
         # pieces of 4), Allreduce's split, the all-to-alls' direct algorithm and the
         # gathers' and scatters' linear one in eager segments forced; uneven clusters
-        # (3, 1, 2, 2) placed round-robin, Allreduce's split and two linear ones too
+        # (3, 1, 2, 2) placed round-robin, Allreduce's split and two linear ones too, with
+        # a segment size per collective (units in the platform file)
         (
             "mpich",
             (
@@ -75,7 +77,10 @@ def test_two_clusters_match_native(
         (
             "openmpi",
             (
-                *("--set", "collectives.segment=1000B"),
+                *("--set", "collectives.segment.bcast=1000B"),
+                *("--set", "collectives.segment.allreduce=1KiB"),
+                *("--set", "collectives.segment.gatherv=700B"),
+                *("--set", "collectives.segment.alltoall=1.5KiB"),
                 *("--set", "collectives.algorithm.allreduce=split"),
                 *("--set", "collectives.algorithm.gatherv=linear"),
                 *("--set", "collectives.algorithm.scatter=linear"),
@@ -145,6 +150,15 @@ def test_disabled_collective_runs_native(isthmus: Run, apps: dict[tuple[str, str
             "collectives.algorithm.bcast=3",
             "collectives.algorithm.bcast: expected an algorithm name",
         ),
+        (
+            "collectives.algorithm.allreduce=ring",
+            "collectives.algorithm.allreduce: unknown algorithm 'ring' "
+            "(expected one of native, direct, split)",
+        ),
+        ("collectives.algorithm.bcast=linear", "expected one of native, pipelined, sequential"),
+        ("collectives.segment=banana", "collectives.segment: expected a size such as '64KiB'"),
+        ("collectives.segment.barrier=4KiB", "collectives.segment.barrier: barrier takes no"),
+        ("collectives.segment.bcst=4KiB", "collectives.segment.bcst: unknown collective 'bcst'"),
         ("collectives.colour=1", "collectives"),
     ],
 )
@@ -154,6 +168,38 @@ def test_bad_collective_settings(isthmus: Run, setting: str, message: str) -> No
     assert message in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_bad_environment_ends_the_run_at_init(isthmus: Run, mpi: str) -> None:
+    """The environment's settings go through the C parser at MPI_Init: a bad one is one
+    line from rank 0 naming the variable and what is accepted, and exit status 2."""
+    app = ROOT / "build" / "bin" / mpi / "allreduce_loop"
+    for var, value, line in (
+        ("ISTHMUS_COLL_SEGMENT", "banana", "isthmus: ISTHMUS_COLL_SEGMENT: 'banana' is not a "
+         "positive size (expected a size such as 16KiB, or COLLECTIVE:SIZE such as bcast:64KiB)"),
+        ("ISTHMUS_COLL_ALGORITHM", "allreduce:ring", "isthmus: ISTHMUS_COLL_ALGORITHM: "
+         "allreduce: unknown algorithm 'ring' (expected one of native, direct, split)"),
+    ):  # fmt: skip
+        done = isthmus(
+            "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus",
+            "--mpi", mpi, "--timeout", "60s", "--", app, "2", env={**os.environ, var: value},
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count(line) == 1, done.stderr
+
+
+def test_segment_with_units_in_the_environment(isthmus: Run) -> None:
+    """ISTHMUS_COLL_SEGMENT=16KiB is 16384 bytes: the broadcast's log shows the segment."""
+    app = ROOT / "build" / "bin" / "openmpi" / "coll"
+    done = isthmus(
+        "run", "-p", TWO_CLUSTERS, *FAST_WAN, "--set", "layer.collectives=isthmus", *ALWAYS,
+        "--set", "collectives.log=true", "--mpi", "openmpi", "--timeout", "60s", "--", app,
+        "--collectives", "bcast", "--min-size", "65536", "--max-size", "65536",
+        "--iterations", "2", env={**os.environ, "ISTHMUS_COLL_SEGMENT": "16KiB"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"bcast on \d+ ranks in 2 clusters: \d+ bytes: segment 16384,", done.stderr)
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
@@ -271,3 +317,17 @@ def test_new_graph_communicators_do_not_hang_under_load(
             h.wait()
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "dist_graph_loop: ok" in done.stdout
+
+
+def test_coll_list_and_info(isthmus: Run) -> None:
+    """The registry's commands: every collective with its algorithms; one in full."""
+    listed = isthmus("coll", "list")
+    assert listed.returncode == 0
+    for name in platform.COLLECTIVE_NAMES:
+        assert re.search(rf"^ *{name} ", listed.stdout, re.M), name
+    assert "native, direct, split" in listed.stdout
+    info = isthmus("coll", "info", "alltoallv")
+    assert info.returncode == 0 and "a form of alltoall" in info.stdout
+    assert "alltoall/alltoall_direct.c" in info.stdout and "cost:" in info.stdout
+    bad = isthmus("coll", "info", "ring")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

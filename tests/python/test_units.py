@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from isthmus.units import UnitError, parse_duration, parse_rate, parse_size
@@ -73,3 +75,19 @@ def test_rates(text: str, bytes_per_second: float) -> None:
 def test_errors_say_what_is_expected(parse: object, text: str, fragment: str) -> None:
     with pytest.raises(UnitError, match=fragment):
         parse(text)  # type: ignore[operator]
+
+
+def _size_cases() -> list[tuple[str, str]]:
+    """tests/cases/sizes.tsv: the cases the C parser (src/layer/units.c) is checked with too."""
+    path = Path(__file__).parents[1] / "cases" / "sizes.tsv"
+    rows = [line.split("\t") for line in path.read_text().splitlines() if not line.startswith("#")]
+    return [(text, want) for text, want in rows]
+
+
+@pytest.mark.parametrize(("text", "want"), _size_cases())
+def test_size_cases_shared_with_c(text: str, want: str) -> None:
+    if want == "error":
+        with pytest.raises(UnitError):
+            parse_size(text)
+    else:
+        assert parse_size(text) == int(want)

@@ -43,7 +43,7 @@ SMPI_SOURCES = (
     "bench/bcast.c",
     "bench/bench_common.c",
     "bench/bench_window.c",
-    "coll/coll_tree.c",
+    "coll/common/tree.c",
     "model/plogp_params.c",
     "model/plogp_model.c",
 )
@@ -156,7 +156,7 @@ def _smpi(c: dict[str, Any], args: list[str], work: Path, step: Step) -> list[di
             "smpicc",
             "-O2",
             f"-I{src / 'model'}",
-            f"-I{src / 'coll'}",
+            f"-I{src / 'coll' / 'common'}",
             "-o",
             str(program),
             *(str(src / s) for s in SMPI_SOURCES),

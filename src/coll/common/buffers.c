@@ -121,7 +121,7 @@ int ist_h_waitall(int n, MPI_Request *reqs)
     return rc;
 }
 
-long ist_wan_segment(void) { return ist_hier_forced_segment() > 0 ? ist_hier_forced_segment() : IST_EAGER_SEGMENT; }
+long ist_wan_segment(const struct ist_hier *h) { return h->segment > 0 ? h->segment : IST_EAGER_SEGMENT; }
 
 MPI_Request *ist_reqs_next(struct ist_reqs *q)
 {
@@ -136,7 +136,7 @@ MPI_Request *ist_reqs_next(struct ist_reqs *q)
 static int segments_do(const struct ist_hier *h, char *buf, long bytes, int peer, int tag,
                        struct ist_reqs *q, int send)
 {
-    long seg = ist_wan_segment(), off = 0;
+    long seg = ist_wan_segment(h), off = 0;
     int rc = MPI_SUCCESS;
     do {
         long len = bytes - off < seg ? bytes - off : seg;
@@ -159,7 +159,7 @@ int ist_h_irecv_segments(const struct ist_hier *h, void *buf, long bytes, int so
     return segments_do(h, buf, bytes, source, tag, q, 0);
 }
 
-/* count elements of type at buf as messages of at most ist_wan_segment() bytes, each
+/* count elements of type at buf as messages of at most ist_wan_segment(h) bytes, each
  * whole elements (at least one): isend or irecv on each. */
 static int typed_segments_do(const struct ist_hier *h, char *buf, int count, MPI_Datatype type,
                              int peer, int tag, struct ist_reqs *q, int send)
@@ -167,7 +167,7 @@ static int typed_segments_do(const struct ist_hier *h, char *buf, int count, MPI
     int size;
     PMPI_Type_size(type, &size);
     const MPI_Aint extent = ist_extent(type);
-    long per = size > 0 ? ist_wan_segment() / size : count;
+    long per = size > 0 ? ist_wan_segment(h) / size : count;
     if (per < 1) per = 1;
     int off = 0, rc = MPI_SUCCESS;
     do {
@@ -273,3 +273,44 @@ int ist_copy_block(const struct ist_block *from, const struct ist_block *to)
     free(packed);
     return rc;
 }
+
+/* Blocks b[0..n) packed one after the other; (*off)[j] is where block j starts, (*off)[n]
+ * the end. Packing comes first because in place the receive buffer is the send buffer. */
+char *ist_pack_blocks(int n, const struct ist_block *b, long **off, int *rc)
+{
+    long *o = *off = malloc((size_t)(n + 1) * sizeof(long));
+    o[0] = 0;
+    for (int j = 0; j < n; j++) o[j + 1] = o[j] + ist_block_bytes(&b[j]);
+    char *out = malloc((size_t)o[n] + 1);
+    for (int j = 0; j < n && *rc == MPI_SUCCESS; j++) {
+        long p = o[j];
+        *rc = ist_pack(b[j].buf, b[j].count, b[j].type, out, o[n], &p);
+    }
+    return out;
+}
+
+
+/* ---- the linear algorithms in eager segments (gather_linear.c, scatter_linear.c) ---- */
+
+/* Whether the pair (root, other) moves its block in eager segments (packed), or whole,
+ * straight from and into the callers' buffers, paced by the MPI's rendezvous: where the
+ * segments would flood the wide-area link (above). */
+int ist_linear_in_segments_pair(const struct ist_hier *h, int root, int other, long bytes)
+{
+    const int c = h->cluster_of[other];
+    return c == h->cluster_of[root] || ist_linear_in_segments(bytes, h->count[c]);
+}
+
+/* Offsets of the packed blocks b[0..n) one after the other: off[r] .. off[r + 1]. The
+ * root's own block and the blocks that move whole take no room. */
+long *ist_linear_offsets(const struct ist_hier *h, const struct ist_block *b, int root)
+{
+    long *off = malloc((size_t)(h->size + 1) * sizeof *off);
+    off[0] = 0;
+    for (int r = 0; r < h->size; r++) {
+        long bytes = r == root ? 0 : ist_block_bytes(&b[r]);
+        off[r + 1] = off[r] + (ist_linear_in_segments_pair(h, root, r, bytes) ? bytes : 0);
+    }
+    return off;
+}
+

@@ -1,30 +1,18 @@
-/* Broadcast: the P-LogP paper's two-layer pipelined broadcast. Segments go from the root
- * down a d_w-ary tree of cluster coordinators and, inside every cluster, down a d_l-ary
- * tree; the optimizer of src/model (the paper's heuristic) picks the segment size (at most
- * IST_EAGER_SEGMENT: a larger one waits for the MPI's rendezvous, which the paper's model
- * does not count) and both degrees for the message size, the number of clusters and the
- * largest cluster, from the model parameters (ISTHMUS_PLOGP). The choice is cached per
- * communicator and size. ISTHMUS_COLL_SEGMENT forces the segment size; the algorithm "sequential" sends
- * the message whole (one segment), "flat" also makes both trees flat. */
+/* Bcast: the entry of the two-layer broadcast. The ranks form the P-LogP paper's two
+ * layers of trees: segments go from the root down a d_w-ary tree of cluster
+ * coordinators and, inside every cluster, down a d_l-ary tree (common/tree.c). What the
+ * algorithms differ in is the shape: the segment size and the two degrees.
+ *   pipelined (bcast_pipelined.c): the optimizer's shape, the default;
+ *   sequential (bcast_sequential.c): the same trees, the message whole;
+ *   flat (bcast_flat.c): the message whole, both trees flat.
+ * A forced segment size (collectives.segment, ISTHMUS_COLL_SEGMENT) overrides the shape's.
+ * Chosen by the selector (hier.c) where the model predicts the pipelined broadcast faster
+ * than the MPI's own; its cost is the pipelined one (bcast_pipelined.c). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "hier.h"
 
 #define TAG_BCAST 7002
-
-static struct ist_bcast_shape shape_for(struct ist_hier *h, long bytes)
-{
-    for (int i = 0; i < IST_SHAPE_CACHE; i++)
-        if (h->shapes[i].shape.segments > 0 && h->shapes[i].bytes == bytes) return h->shapes[i].shape;
-    struct ist_bcast_shape s = ist_bcast_best_pipelined_under(ist_hier_model(), h->nclusters, h->max_count,
-                                                              bytes, IST_EAGER_SEGMENT);
-    struct ist_shape_entry *e = &h->shapes[h->next_shape];
-    h->next_shape = (h->next_shape + 1) % IST_SHAPE_CACHE;
-    e->bytes = bytes;
-    e->shape = s;
-    return s;
-}
 
 /* Whether count elements of type lie in memory as type_size * count contiguous bytes. */
 static int contiguous(int count, MPI_Datatype type, MPI_Aint *offset)
@@ -47,16 +35,12 @@ int ist_hier_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI
     long bytes = (long)count * tsize; /* the same at every rank: the type signatures match */
     if (bytes == 0) return ist_hier_leave(MPI_SUCCESS);
 
-    struct ist_bcast_shape s = shape_for(h, bytes);
-    const char *forced = ist_hier_algorithm(IST_COLL_BCAST);
+    struct ist_bcast_shape s = h->algorithm == IST_ALG_SEQUENTIAL ? ist_bcast_sequential(h, bytes)
+                               : h->algorithm == IST_ALG_FLAT     ? ist_bcast_flat(h, bytes)
+                                                                  : ist_bcast_pipelined(h, bytes);
     long segment = s.segment;
     int dw = s.degree, dl = s.lan_degree;
-    if (strcmp(forced, "sequential") == 0 || strcmp(forced, "flat") == 0) segment = bytes;
-    if (strcmp(forced, "flat") == 0) {
-        dw = h->nclusters - 1;
-        dl = h->max_count - 1;
-    }
-    if (ist_hier_forced_segment() > 0) segment = ist_hier_forced_segment();
+    if (ist_hier_forced_segment(IST_COLL_BCAST) > 0) segment = ist_hier_forced_segment(IST_COLL_BCAST);
     if (segment <= 0 || segment > bytes) segment = bytes;
     ist_hier_log(h, IST_COLL_BCAST, "%ld bytes: segment %ld, wan degree %d, lan degree %d, predicted %.0f us",
                  bytes, segment, dw, dl, s.time);

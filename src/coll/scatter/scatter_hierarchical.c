@@ -1,12 +1,12 @@
 /* Scatter and Scatterv: the root sends each other cluster its ranks' blocks (packed, with
  * their sizes) as one message to the cluster's coordinator (its length, then eager
- * segments: coll_buffers.c), which scatters them inside the cluster; the root scatters in
+ * segments: common/buffers.c), which scatters them inside the cluster; the root scatters in
  * its own. One wide-area latency, every block crosses one link once.
  *
- * Chosen (coll_cost.h) when the model predicts it faster than the MPI's own scatter; cost
+ * Chosen (coll_choose.c) when the model predicts it faster than the MPI's own scatter; cost
  * about one wide-area latency plus the remote clusters' bytes at the WAN gap.
- * Where the linear algorithm in eager segments (coll_linear.c) is chosen instead, it runs
- * in this call's place (h->way). */
+ * Where the linear algorithm in eager segments (scatter_linear.c) is chosen instead, it runs in
+ * this call's place (h->way). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -50,7 +50,7 @@ static int start_bcast(const struct layout *l, char *packed, int p, MPI_Comm loc
 static int coordinator(struct ist_hier *h, const struct layout *l, char *packed)
 {
     int c = h->my_cluster, n = h->nclusters, R = l->npiece, P = n * R, rc = MPI_SUCCESS, next = 0;
-    long seg = ist_wan_segment();
+    long seg = ist_wan_segment(h);
     int *left = calloc((size_t)P, sizeof *left); /* piece -> segments still to come */
     struct ist_reqs recvs = {0}, later = {0};
     int *piece_of = NULL, cap = 0;

@@ -1,27 +1,20 @@
-/* Alltoall, Alltoallv, Alltoallw, two algorithms; each block crosses one link once in
- * both, and both have one wide-area latency on the critical path.
- *
- * aggregated (the default): blocks between ranks of one cluster go directly (the MPI's
+/* Alltoall, aggregated: blocks between ranks of one cluster go directly (the MPI's
  * alltoallv on the cluster communicator); blocks for other clusters are gathered at the
  * coordinator, which sends each other cluster one message holding every block from its
  * cluster to that cluster (with their sizes; in wide-area segments, hier.h), and scatters
- * what it receives to its ranks. One message per pair of clusters: few wide-area messages
- * for small blocks.
+ * what it receives to its ranks. The coordinator posts all its wide-area receives before
+ * sending. One message per pair of clusters: few wide-area messages for small blocks.
  *
- * direct (when forced: ISTHMUS_COLL_ALGORITHM=alltoall:direct): every rank sends every
- * block straight to its destination (in eager segments), all at once; no LAN stages, but n_i x n_k flows
- * start together on each wide-area link. On das-4x2 with 64 KiB blocks they overflowed
- * its 256 KiB queues (Open MPI: 0.30-0.92 s, aggregated 0.31 s; MPICH 0.32-0.36 s,
- * aggregated 0.33 s; results/collectives/README.md), so it is not the default.
- *
- * Blocks travel packed, so that any datatypes, also different per peer, work. */
+ * Chosen (hier.c) where the model predicts it faster than the MPI's own; the default
+ * algorithm of all three forms.
+ * Cost: alltoallv_l(n, M) + gather_l(n, C n M) + L_w + (C-1) g_w(n^2 M)
+ *       + scatter_l(n, C n M); C(C-1) wide-area messages. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "hier.h"
 
 #define TAG_ALLTOALL 7008
-#define TAG_ALLTOALL_DIRECT 7011
 
 /* The q-th int of a header inside a byte buffer (headers need not be aligned). */
 static int header_at(const char *p, long q)
@@ -31,29 +24,14 @@ static int header_at(const char *p, long q)
     return v;
 }
 
-/* Blocks b[0..n) packed one after the other; (*off)[j] is where block j starts, (*off)[n]
- * the end. Packing comes first because in place the receive buffer is the send buffer. */
-static char *pack_blocks(int n, const struct ist_block *b, long **off, int *rc)
-{
-    long *o = *off = malloc((size_t)(n + 1) * sizeof(long));
-    o[0] = 0;
-    for (int j = 0; j < n; j++) o[j + 1] = o[j] + ist_block_bytes(&b[j]);
-    char *out = malloc((size_t)o[n] + 1);
-    for (int j = 0; j < n && *rc == MPI_SUCCESS; j++) {
-        long p = o[j];
-        *rc = ist_pack(b[j].buf, b[j].count, b[j].type, out, o[n], &p);
-    }
-    return out;
-}
-
 /* send[j]: this rank's block for rank j; recv[i]: where the block from rank i goes. */
-static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, const struct ist_block *recv)
+int ist_alltoall_aggregated(struct ist_hier *h, const struct ist_block *send, const struct ist_block *recv)
 {
     int c = h->my_cluster, me = h->local_rank[h->rank], nl = h->count[c], rc = MPI_SUCCESS;
     const int *mine = &h->members[h->member_start[c]];
     const size_t ncl = h->nclusters > 0 ? (size_t)h->nclusters : 1;
     long *off;
-    char *out = pack_blocks(h->size, send, &off, &rc);
+    char *out = ist_pack_blocks(h->size, send, &off, &rc);
     /* 1. inside the cluster */
     int *sc = malloc((size_t)nl * sizeof(int)), *sd = malloc((size_t)nl * sizeof(int));
     int *rcn = malloc((size_t)nl * sizeof(int)), *rd = malloc((size_t)nl * sizeof(int));
@@ -237,99 +215,3 @@ static int alltoall_blocks(struct ist_hier *h, const struct ist_block *send, con
     return rc;
 }
 
-/* Every block straight to its rank: receives posted first, then the sends, then one wait. */
-static int alltoall_direct(struct ist_hier *h, const struct ist_block *send, const struct ist_block *recv)
-{
-    int n = h->size, me = h->rank, rc = MPI_SUCCESS;
-    long *off, *roff = malloc((size_t)(n + 1) * sizeof(long));
-    char *out = pack_blocks(n, send, &off, &rc);
-    roff[0] = 0;
-    for (int j = 0; j < n; j++) roff[j + 1] = roff[j] + ist_block_bytes(&recv[j]);
-    char *in = malloc((size_t)roff[n] + 1);
-    struct ist_reqs q = {0};
-    /* in eager segments (coll_buffers.c): a rendezvous would wait behind the queued data */
-    for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
-        if (i != me) rc = ist_h_irecv_segments(h, in + roff[i], roff[i + 1] - roff[i], i, TAG_ALLTOALL_DIRECT, &q);
-    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) { /* from me + 1 on: not all to rank 0 first */
-        int j = (me + k) % n;
-        rc = ist_h_isend_segments(h, out + off[j], off[j + 1] - off[j], j, TAG_ALLTOALL_DIRECT, &q);
-    }
-    int waited = ist_reqs_wait(&q);
-    if (rc == MPI_SUCCESS) rc = waited;
-    if (rc == MPI_SUCCESS) memcpy(in + roff[me], out + off[me], (size_t)(off[me + 1] - off[me]));
-    for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
-        long p = roff[i];
-        rc = ist_unpack(in, roff[i + 1], &p, (void *)recv[i].buf, recv[i].count, recv[i].type);
-    }
-    free(in);
-    free(out);
-    free(roff);
-    free(off);
-    return rc;
-}
-
-/* The blocks of the three forms; in place, what is sent is taken from the receive side. */
-static struct ist_block *blocks(int n, const void *buf, const int *counts, const int *displs,
-                                int count, MPI_Datatype type, const MPI_Datatype *types, int bytes_displs)
-{
-    struct ist_block *b = malloc((size_t)n * sizeof *b);
-    for (int j = 0; j < n; j++) {
-        MPI_Datatype t = types ? types[j] : type;
-        MPI_Aint at = displs ? (MPI_Aint)displs[j] * (bytes_displs ? 1 : ist_extent(t))
-                             : (MPI_Aint)j * count * ist_extent(t);
-        b[j] = (struct ist_block){(const char *)buf + at, counts ? counts[j] : count, t};
-    }
-    return b;
-}
-
-static int run(struct ist_hier *h, enum ist_coll_id id, struct ist_block *send, struct ist_block *recv)
-{
-    int direct = strcmp(ist_hier_algorithm(id), "direct") == 0;
-    ist_hier_log(h, id, "%s",
-                 direct ? "every block straight to its rank" : "one message per cluster pair through the coordinators");
-    int rc = direct ? alltoall_direct(h, send, recv) : alltoall_blocks(h, send, recv);
-    free(send);
-    free(recv);
-    return ist_hier_leave(rc);
-}
-
-int ist_hier_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLTOALL, comm, ist_type_bytes(recvcount, recvtype));
-    if (!h) return IST_HIER_DECLINED;
-    int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, IST_COLL_ALLTOALL, blocks(h->size, in_place ? recvbuf : sendbuf, NULL, NULL, in_place ? recvcount : sendcount,
-                         in_place ? recvtype : sendtype, NULL, 0),
-               blocks(h->size, recvbuf, NULL, NULL, recvcount, recvtype, NULL, 0));
-}
-
-int ist_hier_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                       MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                       const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    struct ist_hier *h = ist_hier_enter(
-        IST_COLL_ALLTOALLV, comm,
-        IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? ist_counts_bytes(comm, recvcounts, recvtype)
-                                                : ist_counts_bytes(comm, sendcounts, sendtype)));
-    if (!h) return IST_HIER_DECLINED;
-    int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, IST_COLL_ALLTOALLV, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0)
-                           : blocks(h->size, sendbuf, sendcounts, sdispls, 0, sendtype, NULL, 0),
-               blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0));
-}
-
-int ist_hier_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                       const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
-{
-    struct ist_hier *h = ist_hier_enter(
-        IST_COLL_ALLTOALLW, comm,
-        IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? ist_countsw_bytes(comm, recvcounts, recvtypes)
-                                                : ist_countsw_bytes(comm, sendcounts, sendtypes)));
-    if (!h) return IST_HIER_DECLINED;
-    int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, IST_COLL_ALLTOALLW, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1)
-                           : blocks(h->size, sendbuf, sendcounts, sdispls, 0, MPI_DATATYPE_NULL, sendtypes, 1),
-               blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1));
-}

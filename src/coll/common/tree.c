@@ -4,7 +4,7 @@
  * code under any mpirun and under SMPI. */
 #include <stdlib.h>
 
-#include "coll_tree.h"
+#include "tree.h"
 
 /* Rank of position i in the order that starts at the root's cluster: clusters keep their
  * order by lowest rank, rotated so that the root's comes first; the root stands for its

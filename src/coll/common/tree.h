@@ -1,4 +1,4 @@
-/* The two-layer broadcast tree and its segment pipeline (coll_tree.c): MPI only, shared
+/* The two-layer broadcast tree and its segment pipeline (common/tree.c): MPI only, shared
  * by libisthmus's broadcast and the bcast benchmark. */
 #ifndef ISTHMUS_COLL_TREE_H
 #define ISTHMUS_COLL_TREE_H

@@ -1,14 +1,14 @@
 /* Gather and Gatherv: each cluster gathers its ranks' blocks (packed) at one rank, the
  * root in its own cluster and the coordinator elsewhere, which sends them to the root as
- * one message (its length, then eager segments: coll_buffers.c): one wide-area latency,
+ * one message (its length, then eager segments: common/buffers.c): one wide-area latency,
  * every block crosses one link once. The root unpacks each block into its place with its
  * own receive type.
  *
- * Chosen (coll_cost.h) when the model predicts it faster than the MPI's own gather; cost
+ * Chosen (coll_choose.c) when the model predicts it faster than the MPI's own gather; cost
  * about one wide-area latency plus the remote clusters' bytes at the WAN gap, against the
  * MPI's binomial tree whose wide-area steps can follow one another.
- * Where the linear algorithm in eager segments (coll_linear.c) is chosen instead, it runs
- * in this call's place (h->way). */
+ * Where the linear algorithm in eager segments (gather_linear.c) is chosen instead, it runs in
+ * this call's place (h->way). */
 #include <stdlib.h>
 #include <string.h>
 

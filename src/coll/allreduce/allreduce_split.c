@@ -1,14 +1,14 @@
 /* Allreduce for large messages: the cluster reduce, a reduce-scatter then an allgather
  * between coordinators (each owns 1/C of the vector), and the cluster broadcast, all four
  * pipelined. Each link carries 2M/C instead of M, for one more wide-area latency: the
- * choice in coll_allreduce.c weighs L + g(M) against L + g(M/C) + max(g(M/C), L) with the
+ * choice in allreduce.c weighs L + g(M) against L + g(M/C) + max(g(M/C), L) with the
  * model's wide-area parameters.
  *
  * Wide area: each chunk travels in segments, and a coordinator sends a segment of its own
  * chunk back out (the allgather) as soon as every cluster's part of it is in, while the
  * rest of the reduce-scatter still streams. The second phase queues behind the first on
  * each link instead of waiting for it: about L + 2M/(CB) instead of 2(L + M/(CB)).
- * Segments are of ist_wan_segment() bytes, under the MPI's eager limit: a rendezvous
+ * Segments are of ist_wan_segment(h) bytes, under the MPI's eager limit: a rendezvous
  * handshake sent after the first phase's data would wait behind them in the wide-area
  * queue (hier.h).
  *
@@ -22,7 +22,11 @@
  * first phase), then the others' round by round.
  *
  * Parts are combined in cluster order and the cluster reduce keeps rank order, so
- * non-commutative operations keep MPI's order. */
+ * non-commutative operations keep MPI's order.
+ *
+ * Chosen: the model's choice for large M on more than two clusters.
+ * Cost: L_w + g_w(M/C) + max(g_w(M/C), L_w), the cluster stages hidden behind it.
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,14 +83,14 @@ static int piece_len(const struct split *sp, int p)
     return seg_first(sp, p / sp->npiece, piece_seg(sp, p % sp->npiece + 1)) - piece_first(sp, p);
 }
 
-/* Segments per chunk: the smallest chunk in segments of ist_wan_segment() bytes, at most
+/* Segments per chunk: the smallest chunk in segments of ist_wan_segment(h) bytes, at most
  * 1024 (a call's requests stay bounded: larger segments past 16 MiB per chunk). */
-static int segments(int count, int nclusters, MPI_Datatype type)
+static int segments(const struct ist_hier *h, int count, int nclusters, MPI_Datatype type)
 {
     int size;
     PMPI_Type_size(type, &size);
     long chunk_elems = count / nclusters;
-    long per_seg = ist_wan_segment() / (size > 0 ? size : 1);
+    long per_seg = ist_wan_segment(h) / (size > 0 ? size : 1);
     if (per_seg < 1) per_seg = 1;
     long n = (chunk_elems + per_seg - 1) / per_seg;
     return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
@@ -249,7 +253,7 @@ int ist_allreduce_split(struct ist_hier *h, const void *sendbuf, void *recvbuf, 
                         MPI_Op op)
 {
     struct split sp = {h, type, ist_extent(type), op, count, 0, 0, NULL, NULL};
-    sp.nseg = segments(count, h->nclusters, type);
+    sp.nseg = segments(h, count, h->nclusters, type);
     sp.npiece = (sp.nseg + SEGS_PER_PIECE - 1) / SEGS_PER_PIECE;
     if (sp.npiece > MAX_PIECES) sp.npiece = MAX_PIECES;
     orders(&sp);

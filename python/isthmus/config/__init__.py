@@ -1,0 +1,1 @@
+"""What a run is described by: the platform file, its units, and the collectives' registry."""

@@ -1,0 +1,104 @@
+/* The C size parser (src/layer/units.c) on the cases the Python one is checked with
+ * (tests/cases/sizes.tsv), and the collectives' settings parser (src/coll/settings.c):
+ * what it accepts, and the one-line errors it gives. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "settings.h"
+#include "units.h"
+
+static int failures;
+
+static void expect(int ok, const char *what)
+{
+    if (!ok) {
+        printf("FAIL: %s\n", what);
+        failures++;
+    }
+}
+
+static void size_cases(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        printf("FAIL: cannot open %s\n", path);
+        failures++;
+        return;
+    }
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        line[strcspn(line, "\n")] = 0;
+        char *tab = strchr(line, '\t');
+        if (!tab) continue;
+        *tab = 0;
+        const char *want = tab + 1;
+        long got = 0;
+        int rc = ist_parse_size(line, &got);
+        char have[32];
+        if (rc == 0)
+            snprintf(have, sizeof have, "%ld", got);
+        else
+            snprintf(have, sizeof have, "error");
+        if (strcmp(have, want) != 0) {
+            printf("FAIL: size '%s': got %s, want %s\n", line, have, want);
+            failures++;
+        }
+        n++;
+    }
+    fclose(f);
+    expect(n >= 20, "the size cases were read");
+}
+
+/* parse and expect an error containing `part` (NULL: no error). */
+static void settings_case(const char *disable, const char *algorithm, const char *segment,
+                          const char *part, struct ist_coll_settings *s)
+{
+    char err[600] = "";
+    int rc = ist_coll_settings_parse(s, disable, algorithm, segment, err, sizeof err);
+    char what[800];
+    snprintf(what, sizeof what, "settings (%s | %s | %s): rc %d, '%s', want '%s'",
+             disable ? disable : "", algorithm ? algorithm : "", segment ? segment : "", rc, err,
+             part ? part : "no error");
+    expect(part ? rc != 0 && strstr(err, part) != NULL && !strchr(err, '\n') : rc == 0, what);
+}
+
+int main(void)
+{
+    const char *cases = getenv("ISTHMUS_SIZE_CASES");
+    size_cases(cases ? cases : "tests/cases/sizes.tsv");
+
+    struct ist_coll_settings s;
+    settings_case(NULL, NULL, "16KiB", NULL, &s);
+    expect(s.segment[IST_COLL_BCAST] == 16384 && s.segment[IST_COLL_ALLTOALL] == 16384,
+           "ISTHMUS_COLL_SEGMENT=16KiB is 16384 bytes for every collective with a segment");
+    expect(s.segment[IST_COLL_BARRIER] == 0, "barrier has no segment");
+    settings_case(NULL, NULL, "bcast:64KiB, alltoall:8192", NULL, &s);
+    expect(s.segment[IST_COLL_BCAST] == 65536 && s.segment[IST_COLL_ALLTOALL] == 8192 &&
+               s.segment[IST_COLL_ALLREDUCE] == 0,
+           "a segment per collective");
+    settings_case("bcast,alltoall", "allreduce:split,gather:linear,scan:native", NULL, NULL, &s);
+    expect(s.disabled[IST_COLL_BCAST] && s.disabled[IST_COLL_ALLTOALL] && !s.disabled[IST_COLL_SCAN],
+           "disable");
+    expect(s.forced[IST_COLL_ALLREDUCE] == IST_ALG_SPLIT && s.forced[IST_COLL_GATHER] == IST_ALG_LINEAR &&
+               s.forced[IST_COLL_SCAN] == IST_ALG_NATIVE && s.forced[IST_COLL_BCAST] == IST_ALG_NONE,
+           "forced algorithms");
+    settings_case(NULL, "gatherv:linear", NULL, NULL, &s);
+    expect(s.forced[IST_COLL_GATHERV] == IST_ALG_LINEAR, "a v-form takes its regular form's algorithms");
+
+    settings_case(NULL, NULL, "banana", "ISTHMUS_COLL_SEGMENT: 'banana' is not a positive size", &s);
+    settings_case(NULL, NULL, "16Ki", "expected a size such as 16KiB", &s);
+    settings_case(NULL, NULL, "0", "not a positive size", &s);
+    settings_case(NULL, NULL, "barrier:4KiB", "barrier takes no segment (the collectives with one: bcast,", &s);
+    settings_case(NULL, NULL, "bcst:4KiB", "unknown collective 'bcst' (expected one of barrier, bcast,", &s);
+    settings_case(NULL, "allreduce:ring", NULL,
+                  "ISTHMUS_COLL_ALGORITHM: allreduce: unknown algorithm 'ring' (expected one of native, direct, split)", &s);
+    settings_case(NULL, "bcast:linear", NULL, "bcast: unknown algorithm 'linear' (expected one of native, pipelined, sequential, flat)", &s);
+    settings_case(NULL, "bcast", NULL, "names no algorithm", &s);
+    settings_case("allreduse", NULL, NULL, "ISTHMUS_COLL_DISABLE: unknown collective 'allreduse'", &s);
+    if (failures) return 1;
+    printf("units and settings: all passed\n");
+    return 0;
+}
