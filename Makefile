@@ -20,6 +20,7 @@ lint: deps
 	$(PY) -m ruff check python tests tools scripts
 	$(PY) -m ruff format --check python tests tools scripts
 	$(PY) -m mypy
+	.venv/bin/lint-imports --no-cache
 
 # Every rendered table agrees with its results file; every results file has its header.
 # (Built first: the selector's tables run its model, build/bin/isthmus-coll-model.)

@@ -1,3 +1,3 @@
-from .cli import main
+from isthmus.cli import main
 
 raise SystemExit(main())

@@ -239,6 +239,10 @@ int ist_linear_scatter(struct ist_hier *h, const struct ist_block *send, int roo
  * the packed blocks b[0..size) (the root's and the whole ones take no room). */
 int ist_linear_in_segments_pair(const struct ist_hier *h, int root, int other, long bytes);
 long *ist_linear_offsets(const struct ist_hier *h, const struct ist_block *b, int root);
+/* Every rank's block of a rooted collective's buffer at the root: count elements of type
+ * each, one after the other (counts NULL), or counts[r] at displs[r] (the v-forms). */
+struct ist_block *ist_rank_blocks(const struct ist_hier *h, const void *buf, int count,
+                                  const int *counts, const int *displs, MPI_Datatype type);
 /* Blocks b[0..n) packed one after the other; (*off)[j] is where block j starts. */
 char *ist_pack_blocks(int n, const struct ist_block *b, long **off, int *rc);
 

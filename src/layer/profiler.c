@@ -83,6 +83,33 @@ static void out_to_all(const struct ist_comm_info *ci, uint64_t bytes)
         if (i != ci->rank) add_traffic(IST_OUT_COLL_MSGS, ci->world[i], bytes);
 }
 
+/* A call counted as call_bytes whose rank sends `block` bytes to every other. */
+static void record_to_all(enum ist_fn fn, uint64_t ticks, const struct ist_comm_info *ci,
+                          uint64_t call_bytes, uint64_t block)
+{
+    lock_stats();
+    add_call(fn, ticks, call_bytes);
+    out_to_all(ci, block);
+    unlock_stats();
+}
+
+/* A call that moves counts[i] elements (of types[i], or of type) between this rank and
+ * each rank i, in the direction `msgs`; it counts as the total divided by `per`. */
+static void record_per_peer(enum ist_fn fn, uint64_t ticks, const struct ist_comm_info *ci,
+                            const int counts[], const MPI_Datatype types[], MPI_Datatype type,
+                            enum ist_vec msgs, uint64_t per)
+{
+    uint64_t total = 0;
+    lock_stats();
+    for (int i = 0; i < ci->size; i++) {
+        uint64_t b = bytes_of(counts[i], types ? types[i] : type);
+        total += b;
+        if (i != ci->rank) add_traffic(msgs, ci->world[i], b);
+    }
+    add_call(fn, ticks, total / per);
+    unlock_stats();
+}
+
 void ist_rec_site(enum ist_fn fn, const void *pc, uint64_t ticks)
 {
     const uint64_t hash = ((uint64_t)(uintptr_t)pc * 0x9E3779B97F4A7C15ull) >> 32;
@@ -196,12 +223,7 @@ void ist_rec_allreduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype t
                        MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (!ci) return;
-    uint64_t bytes = bytes_of(count, type);
-    lock_stats();
-    add_call(fn, ticks, bytes);
-    out_to_all(ci, bytes);
-    unlock_stats();
+    if (ci) record_to_all(fn, ticks, ci, bytes_of(count, type), bytes_of(count, type));
 }
 
 void ist_rec_gather(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
@@ -256,31 +278,18 @@ void ist_rec_scatterv(enum ist_fn fn, uint64_t ticks, const int sendcounts[],
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
-    if (ci->rank != root) {
+    if (ci->rank != root)
         ist_rec_size(fn, ticks, recvcount, recvtype);
-        return;
-    }
-    uint64_t total = 0;
-    lock_stats();
-    for (int i = 0; i < ci->size; i++) {
-        uint64_t b = bytes_of(sendcounts[i], sendtype);
-        total += b;
-        if (i != ci->rank) add_traffic(IST_OUT_COLL_MSGS, ci->world[i], b);
-    }
-    add_call(fn, ticks, total / (uint64_t)ci->size);
-    unlock_stats();
+    else
+        record_per_peer(fn, ticks, ci, sendcounts, NULL, sendtype, IST_OUT_COLL_MSGS,
+                        (uint64_t)ci->size);
 }
 
 void ist_rec_allgather(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Datatype recvtype,
                        MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (!ci) return;
-    uint64_t block = bytes_of(recvcount, recvtype);
-    lock_stats();
-    add_call(fn, ticks, block);
-    out_to_all(ci, block);
-    unlock_stats();
+    if (ci) record_to_all(fn, ticks, ci, bytes_of(recvcount, recvtype), bytes_of(recvcount, recvtype));
 }
 
 void ist_rec_allgatherv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
@@ -289,10 +298,7 @@ void ist_rec_allgatherv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
     uint64_t block = bytes_of(recvcounts[ci->rank], recvtype);
-    lock_stats();
-    add_call(fn, ticks, block);
-    out_to_all(ci, block);
-    unlock_stats();
+    record_to_all(fn, ticks, ci, block, block);
 }
 
 void ist_rec_alltoall(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Datatype recvtype,
@@ -310,49 +316,27 @@ void ist_rec_alltoall(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Datatyp
 
 /* The v and w forms are recorded by the receiver: its receive counts are significant even
  * when the send side is MPI_IN_PLACE. */
-static void record_alltoall_in(enum ist_fn fn, uint64_t ticks, const struct ist_comm_info *ci,
-                               const int recvcounts[], const MPI_Datatype recvtypes[],
-                               MPI_Datatype recvtype)
-{
-    uint64_t total = 0;
-    lock_stats();
-    for (int i = 0; i < ci->size; i++) {
-        uint64_t b = bytes_of(recvcounts[i], recvtypes ? recvtypes[i] : recvtype);
-        total += b;
-        if (i != ci->rank) add_traffic(IST_IN_COLL_MSGS, ci->world[i], b);
-    }
-    add_call(fn, ticks, total / (uint64_t)ci->size);
-    unlock_stats();
-}
-
 void ist_rec_alltoallv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
                        MPI_Datatype recvtype, MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (ci) record_alltoall_in(fn, ticks, ci, recvcounts, NULL, recvtype);
+    if (ci) record_per_peer(fn, ticks, ci, recvcounts, NULL, recvtype, IST_IN_COLL_MSGS, (uint64_t)ci->size);
 }
 
 void ist_rec_alltoallw(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
                        const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (ci) record_alltoall_in(fn, ticks, ci, recvcounts, recvtypes, MPI_DATATYPE_NULL);
+    if (ci)
+        record_per_peer(fn, ticks, ci, recvcounts, recvtypes, MPI_DATATYPE_NULL, IST_IN_COLL_MSGS,
+                        (uint64_t)ci->size);
 }
 
 void ist_rec_reduce_scatter(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
                             MPI_Datatype type, MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (!ci) return;
-    uint64_t total = 0;
-    lock_stats();
-    for (int i = 0; i < ci->size; i++) {
-        uint64_t b = bytes_of(recvcounts[i], type);
-        total += b;
-        if (i != ci->rank) add_traffic(IST_OUT_COLL_MSGS, ci->world[i], b);
-    }
-    add_call(fn, ticks, total);
-    unlock_stats();
+    if (ci) record_per_peer(fn, ticks, ci, recvcounts, NULL, type, IST_OUT_COLL_MSGS, 1);
 }
 
 void ist_rec_reduce_scatter_block(enum ist_fn fn, uint64_t ticks, int recvcount,
@@ -361,10 +345,7 @@ void ist_rec_reduce_scatter_block(enum ist_fn fn, uint64_t ticks, int recvcount,
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
     uint64_t block = bytes_of(recvcount, type);
-    lock_stats();
-    add_call(fn, ticks, block * (uint64_t)ci->size);
-    out_to_all(ci, block);
-    unlock_stats();
+    record_to_all(fn, ticks, ci, block * (uint64_t)ci->size, block);
 }
 
 void ist_rec_scan(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, MPI_Comm comm)

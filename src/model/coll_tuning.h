@@ -1,5 +1,5 @@
 /* A tuning file: the choice between the MPI's own collective and ours, measured on a
- * platform by `isthmus coll tune` (python/isthmus/coll_tune.py writes it; this is its one
+ * platform by `isthmus coll tune` (python/isthmus/coll/tune.py writes it; this is its one
  * reader). Where it has a rule for a call it wins over the model (coll_cost.h), as Open
  * MPI's dynamic rules file and MPICH's JSON tuning file win over their built-in rules.
  *

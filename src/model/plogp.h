@@ -1,6 +1,6 @@
 /* P-LogP parameters and the broadcast model's optimizer, in C for libisthmus.
  *
- * The same model and heuristic as python/isthmus/model.py (docs/model.md), written with
+ * The same model and heuristic as python/isthmus/model/bcast.py (docs/model.md), written with
  * the same operations in the same order so that both choose the same shape with the same
  * predicted time; tests/python/test_model_c.py checks it on a grid. No MPI here. Times in
  * microseconds, sizes in bytes. */

@@ -1,5 +1,5 @@
 /* The P-LogP broadcast model and the paper's optimizer (docs/model.md): the C twin of
- * python/isthmus/model.py. Keep both alike operation for operation: a test compares their
+ * python/isthmus/model/bcast.py. Keep both alike operation for operation: a test compares their
  * choices and predicted times exactly. */
 #include <math.h>
 

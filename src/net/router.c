@@ -7,7 +7,7 @@
  *
  *   isthmus-router CONFIG
  *
- * CONFIG is written by `isthmus net up` (python/isthmus/net.py), one item per line:
+ * CONFIG is written by `isthmus net up` (python/isthmus/emulate/net.py), one item per line:
  *   control PATH                   Unix socket for commands, made with mode 0600
  *   host ID NETNS 198.18.X.Y       ids from 0, in order
  *   link ID NAME key=value...      ids from 0; keys as link_set() takes them, plus seed=N

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from conftest import PLATFORMS, ROOT, TWO_CLUSTERS, Run
-from isthmus.runners.coll import algorithms
+from isthmus.experiment.runners.coll import algorithms
 
 DAS = PLATFORMS / "das-4x2.toml"
 FAST = ("--set", "wan.latency=0.5ms", "--set", "wan.bandwidth=1Gbit/s")
@@ -116,8 +116,8 @@ def test_model_tool_output_is_json(tmp_path: object) -> None:
     """The MPI-free tool's lines parse, the MPI's own first."""
     import subprocess
 
-    from isthmus import platform as platform_mod
-    from isthmus import plogp
+    from isthmus.config import platform as platform_mod
+    from isthmus.model import plogp
 
     params = tmp_path / "p.txt"  # type: ignore[operator]
     plogp.write(plogp.from_platform(platform_mod.load(DAS)), params)
@@ -137,7 +137,7 @@ def test_model_tool_output_is_json(tmp_path: object) -> None:
 def test_tuning_rules_from_measurements() -> None:
     """Runs of sizes with one choice, handing over halfway (geometrically) between measured
     sizes; a tie within the margin goes to the MPI's own."""
-    from isthmus.coll_tune import Rule, rules_from
+    from isthmus.coll.tune import Rule, rules_from
 
     def rec(coll: str, b: int, entry: str, us: float) -> dict[str, object]:
         return {"record": "coll", "collective": coll, "entry": entry, "bytes": b,

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import APPS, PLATFORMS, ROOT, TWO_CLUSTERS, Run, _compile
-from isthmus import platform, profile
+from isthmus import profile
+from isthmus.config import platform
 
 DAS = PLATFORMS / "das-4x2.toml"
 FAST_WAN = ("--set", "wan.latency=0.2ms", "--set", "wan.bandwidth=1Gbit/s")

@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ISTHMUS, ROOT, Run
-from isthmus import bounds, experiment, provenance, records, render
-from isthmus import platform as platform_mod
+from isthmus import experiment, records
+from isthmus.config import platform as platform_mod
+from isthmus.experiment import provenance
+from isthmus.model import bounds
+from isthmus.report import blocks_grid, render, results
 
 NAMES = experiment.all_names()
 
@@ -35,7 +38,7 @@ def test_every_experiment_runs_quick_and_renders(
     assert set(head["mpi"]) == set(exp.mpis)
     assert all(len(v) == 64 for v in head["platforms"].values())
     assert not (tmp_path / ".work" / f"{name}-quick").exists()  # the steps are folded in
-    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
     for block_name, block in render.BLOCKS.items():
         if block.source == name:
             text = render.render_block(block_name)
@@ -175,7 +178,7 @@ def test_render_check_finds_a_table_edited_by_hand(
         1,
     )
     monkeypatch.setattr(render, "markdown_files", lambda: [tmp_path / "README.md"])
-    monkeypatch.setattr(render, "RESULTS", tmp_path / "results")  # no plots drawn into the tree
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "results")  # no plots drawn into the tree
     (tmp_path / "README.md").write_text(edited)
     problems = render.render(check=True)
     assert any("block collectives/latency differs from its JSON" in p for p in problems)
@@ -187,7 +190,7 @@ def test_render_check_finds_a_table_edited_by_hand(
 def test_render_check_refuses_results_without_a_clean_header(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
     (tmp_path / "area").mkdir()
     (tmp_path / "area" / "old.json").write_text(json.dumps({"rows": []}))
     exp = experiment.load("collectives/latency")
@@ -202,7 +205,7 @@ def test_render_check_refuses_results_without_a_clean_header(
     alien = json.loads(json.dumps(good))
     alien["header"]["revision"] = "0" * 40
     records.write_result(tmp_path / "area" / "alien.json", alien)
-    monkeypatch.setattr(render, "legacy", lambda: {})
+    monkeypatch.setattr(results, "legacy", lambda: {})
     problems = "\n".join(render.header_problems())
     assert "old.json: not a valid result file" in problems
     assert "dirty.json: made from a dirty tree (python/isthmus/x.py)" in problems
@@ -236,7 +239,7 @@ def test_a_block_shown_as_an_example_in_fenced_code_is_left_alone(
     text = "```\n<!-- render collectives/latency -->\n(example)\n<!-- end render -->\n```\n"
     (tmp_path / "doc.md").write_text(text)
     monkeypatch.setattr(render, "markdown_files", lambda: [tmp_path / "doc.md"])
-    monkeypatch.setattr(render, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "results")
     assert not [p for p in render.render(check=True) if "doc.md" in p]
     render.render(check=False)
     assert (tmp_path / "doc.md").read_text() == text
@@ -267,8 +270,8 @@ def test_a_terminated_run_stops_its_benchmark_and_leaves_no_network(tmp_path: Pa
 def test_the_application_table_judges_times_and_rates_alike() -> None:
     """apps/layer's rule, as issue 26 words it: the layer's median as a time over native's
     (a rate inverted) at most 1.05; a wide spread does not pass a slower median."""
-    from isthmus.render_areas import app_figures
-    from isthmus.runners import spread_stats
+    from isthmus.experiment.runners import spread_stats
+    from isthmus.report.blocks_apps import app_figures
 
     def row(coll: str, wall: list[float], fft: list[float]) -> dict[str, object]:
         return {
@@ -299,8 +302,8 @@ def test_the_application_table_judges_times_and_rates_alike() -> None:
 def test_the_grid_records_what_the_layer_ran_and_the_model_is_judged_on_it() -> None:
     """The selector's log (collectives.log) says what ran on MPI_COMM_WORLD; the model's
     error is taken for that algorithm, not for what the model chooses today."""
-    from isthmus.coll_explain import Candidate, Choice
-    from isthmus.runners.coll import algorithms
+    from isthmus.coll.explain import Candidate, Choice
+    from isthmus.experiment.runners.coll import algorithms
 
     log = [
         "isthmus: selector: alltoall of 65536 B on 4 ranks in 2 clusters: aggregated, "
@@ -318,16 +321,16 @@ def test_the_grid_records_what_the_layer_ran_and_the_model_is_judged_on_it() -> 
     }
     cands = (Candidate("native (linear)", True, 9.0), Candidate("aggregated", False, 8.0))
     choice = Choice("openmpi, sleep", "alltoall", 65536, "aggregated", cands)
-    assert render.ran(choice, "native").name == "native (linear)"
-    assert render.ran(choice, "ours").name == "aggregated"
-    assert render.ran(choice, None).name == "aggregated"  # not recorded: the model's choice
+    assert blocks_grid.ran(choice, "native").name == "native (linear)"
+    assert blocks_grid.ran(choice, "ours").name == "aggregated"
+    assert blocks_grid.ran(choice, None).name == "aggregated"  # not recorded: the model's choice
 
 
 def test_the_grid_counts_its_noise_where_both_entries_ran_the_same_code() -> None:
     """Points where the layer ran the MPI's own algorithm too (named so, or passed through
     with no record) are the control: their differences are the measurement's. The target
     still counts every point."""
-    from isthmus import targets
+    from isthmus.report import targets
 
     def point(coll: str, algorithm: str | None, layer: list[float]) -> list[dict[str, object]]:
         rows = []
@@ -347,7 +350,7 @@ def test_the_grid_counts_its_noise_where_both_entries_ran_the_same_code() -> Non
         + point("alltoall", "aggregated", [11.0, 11.0, 11.0])  # ours, beyond
         + point("scan", "native (binomial)", [9.0, 9.0, 9.0])
     }
-    assert render.control(res, render.entry_pairs(res)) == render.Control(3, 2, 1)
+    assert blocks_grid.control(res, blocks_grid.entry_pairs(res)) == blocks_grid.Control(3, 2, 1)
     m = targets._never_slower(res)
     assert not m.met
     assert m.spread == (
@@ -355,13 +358,13 @@ def test_the_grid_counts_its_noise_where_both_entries_ran_the_same_code() -> Non
     )
     for r in res["rows"]:
         r.pop("algorithm", None)
-    assert render.control(res, render.entry_pairs(res)) is None  # nothing recorded
+    assert blocks_grid.control(res, blocks_grid.entry_pairs(res)) is None  # nothing recorded
 
 
 def test_still_winning_is_judged_row_by_row_against_the_baseline() -> None:
     """A row that won before must win by at least as much now; lower inside both runs'
     spreads still fails the target, and is counted apart from lower beyond them."""
-    from isthmus import targets
+    from isthmus.report import targets
 
     def latency(speedups: dict[str, float], spread: float) -> dict[str, object]:
         rows = []

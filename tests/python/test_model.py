@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import PLATFORMS, TWO_CLUSTERS, Run
-from isthmus import model, plogp
-from isthmus import platform as platform_mod
+from isthmus.config import platform as platform_mod
 from isthmus.errors import UserError
+from isthmus.model import bcast as model
+from isthmus.model import plogp
 
 
 def linear(L: float, per_byte: float, fixed: float, o: float) -> plogp.LinkClass:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import PLATFORMS, ROOT
-from isthmus import model, plogp
-from isthmus import platform as platform_mod
+from isthmus.config import platform as platform_mod
+from isthmus.model import bcast as model
+from isthmus.model import plogp
 
 MODEL_CHECK = ROOT / "build" / "bin" / "model_check"
 SIZES = (1, 3, 1000, 1024, 65536, 100_000, 1 << 20, 4 << 20)

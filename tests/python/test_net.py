@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from conftest import AS_NOBODY, ISTHMUS, MPIS, PLATFORMS, TWO_CLUSTERS, Run
-from isthmus import net, platform
+from isthmus.config import platform
+from isthmus.emulate import net
+from isthmus.emulate.plan import make_plan, netns_name
 from isthmus.errors import UserError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
@@ -50,7 +52,7 @@ def probe_server(name: str, host: str, seconds: int = 30) -> Iterator[None]:
             "ip",
             "netns",
             "exec",
-            net.netns_name(name, host),
+            netns_name(name, host),
             str(PROBE),
             "serve",
             "--seconds",
@@ -69,7 +71,7 @@ def probe_server(name: str, host: str, seconds: int = 30) -> Iterator[None]:
 
 def probe(name: str, host: str, *args: str) -> dict[str, Any]:
     done = subprocess.run(
-        ["ip", "netns", "exec", net.netns_name(name, host), str(PROBE), *args],
+        ["ip", "netns", "exec", netns_name(name, host), str(PROBE), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -104,7 +106,7 @@ def test_up_status_down(isthmus: Run) -> None:
 def test_no_route_to_any_real_network() -> None:
     with network() as name:
         for host in ("ctl", "east0", "west1"):
-            ns = net.netns_name(name, host)
+            ns = netns_name(name, host)
             routes = subprocess.run(
                 ["ip", "-n", ns, "-4", "route", "show"], capture_output=True, text=True, check=True
             ).stdout.splitlines()
@@ -171,7 +173,7 @@ def tcp_connect(name: str, host: str, address: str) -> subprocess.CompletedProce
     """Open a TCP connection from host to address:PROBE_PORT (a probe server listens)."""
     code = f"import socket; socket.create_connection(('{address}', {PROBE_PORT}), timeout=1)"
     return subprocess.run(
-        ["ip", "netns", "exec", net.netns_name(name, host), sys.executable, "-c", code],
+        ["ip", "netns", "exec", netns_name(name, host), sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=30,
@@ -197,7 +199,7 @@ def test_disjoint_clusters_reach_only_the_zipper() -> None:
 def test_a_zipper_host_has_an_interface_per_side() -> None:
     """The zipper host is dual-homed: traffic from left to right and from right to left
     crosses different links (full duplex through the host), each side's own."""
-    plan = net.plan(platform.load(PLATFORMS / "zipper.toml"))
+    plan = make_plan(platform.load(PLATFORMS / "zipper.toml"))
     names = [lk.name for lk in plan.links]
 
     def route(a: str, b: str) -> list[str]:
@@ -214,9 +216,9 @@ def test_bad_network_requests(isthmus: Run, tmp_path: Path) -> None:
     big = tmp_path / "big.toml"
     big.write_text("[clusters.a]\nhosts = 300\n")
     with pytest.raises(UserError, match="exhausts the addresses"):
-        net.plan(platform.load(big))
+        make_plan(platform.load(big))
     with pytest.raises(UserError, match="a real site"):
-        net.plan(platform.load(PLATFORMS / "site-patterns.toml"))
+        make_plan(platform.load(PLATFORMS / "site-patterns.toml"))
     done = isthmus("net", "up", "-p", TWO_CLUSTERS, "--name", "Bad_Name")
     assert done.returncode == 2 and "network name 'Bad_Name'" in done.stderr
     done = subprocess.run(
@@ -347,13 +349,13 @@ def test_a_host_sends_at_its_ports_rate_whatever_the_destinations() -> None:
             "wan.bandwidth=1Gbit/s", "wan.latency=0.5ms")  # fmt: skip
     with network(TWO_CLUSTERS, *sets) as name, probe_server(name, "east1"), \
             probe_server(name, "west0"):  # fmt: skip
-        plan = net.plan(platform.load(TWO_CLUSTERS, sets))
+        plan = make_plan(platform.load(TWO_CLUSTERS, sets))
         names = [lk.name for lk in plan.links]
         route = plan.routes[(plan.host_index("east0"), plan.host_index("west0"))]
         assert [names[k] for k in route] == ["nic:east0", "wan:east->west", "lan:west0"]
         alone = probe(name, "east0", "stream", "198.18.1.2", "--seconds", "2")["goodput_bps"]
         streams = [
-            subprocess.Popen(["ip", "netns", "exec", net.netns_name(name, "east0"), str(PROBE),
+            subprocess.Popen(["ip", "netns", "exec", netns_name(name, "east0"), str(PROBE),
                               "stream", dest, "--seconds", "2"], stdout=subprocess.PIPE, text=True)
             for dest in ("198.18.1.2", "198.18.2.1")
         ]  # fmt: skip
@@ -393,7 +395,7 @@ def test_link_mtu_sizes_the_packets_that_cross_it(isthmus: Run) -> None:
     1500 (their own cluster keeps the device's), and a TCP stream across the WAN arrives
     at the router in packets of at most 1500 bytes."""
     with network(TWO_CLUSTERS, "wan.mtu=1500") as name, probe_server(name, "west0"):
-        ns = net.netns_name(name, "east0")
+        ns = netns_name(name, "east0")
 
         def route(address: str) -> str:
             return subprocess.run(
@@ -434,7 +436,7 @@ def test_tcp_table_sets_the_hosts_tcp(isthmus: Run) -> None:
         TWO_CLUSTERS, "tcp.congestion_control=reno", "tcp.slow_start_after_idle=false"
     ) as name:
         for host in ("east0", "west1"):
-            ns = net.netns_name(name, host)
+            ns = netns_name(name, host)
             assert sysctl(ns, "net.ipv4.tcp_congestion_control") == "reno"
             assert sysctl(ns, "net.ipv4.tcp_slow_start_after_idle") == "0"
     name = unique_name()

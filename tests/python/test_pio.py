@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import PLATFORMS, ROOT, Run
-from isthmus import platform, run
+from isthmus.config import platform
+from isthmus.launch import environment
 
 PIO = PLATFORMS / "pio.toml"
 
@@ -155,13 +156,13 @@ def test_window_is_the_bandwidth_delay_product_to_the_servers(
     bytes; storage 2 ms away: 2 x (2 ms + 25 us) at 1 Gbit/s, 2 x 506250 bytes. The
     caller's ISTHMUS_PIO_WINDOW wins."""
     monkeypatch.delenv("ISTHMUS_PIO_WINDOW", raising=False)
-    assert run.pio_environment(platform.load(PIO), 6)["ISTHMUS_PIO_WINDOW"] == "37500"
+    assert environment.pio_environment(platform.load(PIO), 6)["ISTHMUS_PIO_WINDOW"] == "37500"
     far = platform.load(PIO, ["wan.latency=2ms"])
-    assert run.pio_environment(far, 6)["ISTHMUS_PIO_WINDOW"] == "1012500"
+    assert environment.pio_environment(far, 6)["ISTHMUS_PIO_WINDOW"] == "1012500"
     unlimited = platform.load(PIO, ["clusters.storage.lan.bandwidth=unlimited", "wan.bandwidth=0"])
-    assert "ISTHMUS_PIO_WINDOW" not in run.pio_environment(unlimited, 6)
+    assert "ISTHMUS_PIO_WINDOW" not in environment.pio_environment(unlimited, 6)
     monkeypatch.setenv("ISTHMUS_PIO_WINDOW", "1000")
-    assert run.pio_environment(far, 6)["ISTHMUS_PIO_WINDOW"] == "1000"
+    assert environment.pio_environment(far, 6)["ISTHMUS_PIO_WINDOW"] == "1000"
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PLATFORMS, Run
-from isthmus import platform
+from isthmus.config import platform
 from isthmus.errors import UserError
 
 EXAMPLES = sorted(PLATFORMS.glob("*.toml"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from isthmus import render_zipper as z
+from isthmus.report import render_zipper as z
 
 
 def bench_row(mpi: str, case: str, nbytes: int, reps: list[float]) -> dict[str, Any]:

@@ -11,8 +11,9 @@ import pytest
 from PIL import Image
 
 from conftest import ROOT, TWO_CLUSTERS, Run
-from isthmus import platform as platform_mod
-from isthmus import plogp, report
+from isthmus.config import platform as platform_mod
+from isthmus.model import plogp
+from isthmus.report import sweep_network
 
 CHROMIUM = shutil.which("chromium")
 # The flags the machine notes require: no background connections on a closed network.
@@ -125,6 +126,6 @@ def test_the_report_sets_the_bcast_model_against_the_coll_benchmark(
 
     p = platform_mod.load(TWO_CLUSTERS, ["wan.latency=1ms"])
     params = plogp.from_platform(p)
-    small = report._pipelined_prediction(params, [2, 2], 8)
-    big = report._pipelined_prediction(params, [2, 2], 4096)
+    small = sweep_network._pipelined_prediction(params, [2, 2], 8)
+    big = sweep_network._pipelined_prediction(params, [2, 2], 4096)
     assert 1000 < small < 1300 and small < big, (small, big)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import AS_NOBODY, ISTHMUS, MPIS, TWO_CLUSTERS, Run
-from isthmus.run import first_failure
+from isthmus.launch.run import first_failure
 
 
 def _rank_processes(path: Path) -> list[str]:

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from conftest import PLATFORMS, ROOT, TWO_CLUSTERS, Run
-from isthmus.simgrid import smpirun_command
+from isthmus.model.simgrid import smpirun_command
 
 
 def test_export_mirrors_the_emulated_network(isthmus: Run, tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ISTHMUS, ROOT, TWO_CLUSTERS, Run
-from isthmus import platform as platform_mod
-from isthmus import sweep as sweep_mod
+from isthmus.config import platform as platform_mod
+from isthmus.sweep import spec as sweep_spec
 
 # A sweep file's start whose platform loads, for errors found after loading it.
 APP_A = f'platform = "{TWO_CLUSTERS}"\n[[app]]\nname = "a"\ncommand = "true"\n'
@@ -207,8 +207,8 @@ def test_bad_sweep_files_are_one_line_errors(
 
 
 def test_points_and_commands() -> None:
-    app = sweep_mod.App("a", ("{bench}/pingpong", "-o", "{point}/x", "{mpi}"))
-    s = sweep_mod.Sweep(
+    app = sweep_spec.App("a", ("{bench}/pingpong", "-o", "{point}/x", "{mpi}"))
+    s = sweep_spec.Sweep(
         platform=ROOT / "examples/platforms/two-clusters.toml",
         apps=(app,),
         vary=(("wan.latency", ("0", "1ms")), ("wan.bandwidth", ("1MB/s", "1Gbit/s"))),
@@ -216,11 +216,11 @@ def test_points_and_commands() -> None:
         colls=("native", "isthmus"),
         repeat=2,
     )
-    pts = sweep_mod.points(s)
+    pts = sweep_spec.points(s)
     assert len(pts) == 2 * 2 * (1 + 2 * 2 * 2)
     assert len({p.id for p in pts}) == len(pts)
-    once = sweep_mod.App("once", ("true",), repeat=1)
-    assert len(sweep_mod.points(dataclasses.replace(s, apps=(app, once)))) == len(pts) + 2 * (
+    once = sweep_spec.App("once", ("true",), repeat=1)
+    assert len(sweep_spec.points(dataclasses.replace(s, apps=(app, once)))) == len(pts) + 2 * (
         1 + 2 * 2 * 2
     )
     cmd = app.command("mpich", Path("/tmp/p"), Path("/x"))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from isthmus.units import UnitError, parse_duration, parse_rate, parse_size
+from isthmus.config.units import UnitError, parse_duration, parse_rate, parse_size
 
 
 @pytest.mark.parametrize(

@@ -314,3 +314,16 @@ long *ist_linear_offsets(const struct ist_hier *h, const struct ist_block *b, in
     return off;
 }
 
+/* ---- the rooted collectives' blocks (gather/, scatter/) --------------------------------- */
+
+struct ist_block *ist_rank_blocks(const struct ist_hier *h, const void *buf, int count,
+                                  const int *counts, const int *displs, MPI_Datatype type)
+{
+    struct ist_block *b = malloc((size_t)h->size * sizeof *b);
+    MPI_Aint ext = ist_extent(type);
+    for (int r = 0; r < h->size; r++) {
+        MPI_Aint at = counts ? (MPI_Aint)displs[r] : (MPI_Aint)r * count;
+        b[r] = (struct ist_block){(const char *)buf + at * ext, counts ? counts[r] : count, type};
+    }
+    return b;
+}

@@ -94,6 +94,23 @@ static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int r
     return rc;
 }
 
+/* The root's receive blocks of either form (counts NULL: the regular one), and the way
+ * the call takes: ours or the linear one (h->way). */
+static int gather(struct ist_hier *h, enum ist_coll_id id, const void *sendbuf, int sendcount,
+                  MPI_Datatype sendtype, void *recvbuf, int recvcount, const int *recvcounts,
+                  const int *displs, MPI_Datatype recvtype, int root)
+{
+    ist_hier_log(h, id, "%s",
+                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight to the root"
+                                          : "cluster gather, one message per cluster to the root");
+    struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
+    if (h->rank == root) recv = ist_rank_blocks(h, recvbuf, recvcount, recvcounts, displs, recvtype);
+    const struct ist_block *own = sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine;
+    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_gather : gather_blocks)(h, own, root, recv);
+    free(recv);
+    return ist_hier_leave(rc);
+}
+
 int ist_hier_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
@@ -101,18 +118,8 @@ int ist_hier_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
         IST_COLL_GATHER, comm,
         sendbuf == MPI_IN_PLACE ? ist_type_bytes(recvcount, recvtype) : ist_type_bytes(sendcount, sendtype));
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_GATHER, "%s",
-                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight to the root" : "cluster gather, one message per cluster to the root");
-    struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
-    if (h->rank == root) {
-        recv = malloc((size_t)h->size * sizeof *recv);
-        MPI_Aint ext = ist_extent(recvtype);
-        for (int r = 0; r < h->size; r++)
-            recv[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)r * recvcount * ext, recvcount, recvtype};
-    }
-    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_gather : gather_blocks)(h, sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine, root, recv);
-    free(recv);
-    return ist_hier_leave(rc);
+    return gather(h, IST_COLL_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
+                  recvtype, root);
 }
 
 int ist_hier_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -122,16 +129,6 @@ int ist_hier_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_GATHERV, comm, IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(sendcount, sendtype)));
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_GATHERV, "%s",
-                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight to the root" : "cluster gather, one message per cluster to the root");
-    struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
-    if (h->rank == root) {
-        recv = malloc((size_t)h->size * sizeof *recv);
-        MPI_Aint ext = ist_extent(recvtype);
-        for (int r = 0; r < h->size; r++)
-            recv[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)displs[r] * ext, recvcounts[r], recvtype};
-    }
-    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_gather : gather_blocks)(h, sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine, root, recv);
-    free(recv);
-    return ist_hier_leave(rc);
+    return gather(h, IST_COLL_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                  recvtype, root);
 }

@@ -87,6 +87,23 @@ static int scatter_blocks(struct ist_hier *h, const struct ist_block *send, int 
     return rc;
 }
 
+/* The root's send blocks of either form (counts NULL: the regular one), and the way the
+ * call takes: ours or the linear one (h->way). */
+static int scatter(struct ist_hier *h, enum ist_coll_id id, const void *sendbuf, int sendcount,
+                   const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, int root)
+{
+    ist_hier_log(h, id, "%s",
+                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight from the root"
+                                          : "one message per cluster from the root, cluster scatter");
+    struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
+    if (h->rank == root) send = ist_rank_blocks(h, sendbuf, sendcount, sendcounts, displs, sendtype);
+    const struct ist_block *own = recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine;
+    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_scatter : scatter_blocks)(h, send, root, own);
+    free(send);
+    return ist_hier_leave(rc);
+}
+
 int ist_hier_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
@@ -94,18 +111,8 @@ int ist_hier_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
         IST_COLL_SCATTER, comm,
         recvbuf == MPI_IN_PLACE ? ist_type_bytes(sendcount, sendtype) : ist_type_bytes(recvcount, recvtype));
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_SCATTER, "%s",
-                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight from the root" : "one message per cluster from the root, cluster scatter");
-    struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
-    if (h->rank == root) {
-        send = malloc((size_t)h->size * sizeof *send);
-        MPI_Aint ext = ist_extent(sendtype);
-        for (int r = 0; r < h->size; r++)
-            send[r] = (struct ist_block){(const char *)sendbuf + (MPI_Aint)r * sendcount * ext, sendcount, sendtype};
-    }
-    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_scatter : scatter_blocks)(h, send, root, recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine);
-    free(send);
-    return ist_hier_leave(rc);
+    return scatter(h, IST_COLL_SCATTER, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf, recvcount,
+                   recvtype, root);
 }
 
 int ist_hier_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
@@ -115,16 +122,6 @@ int ist_hier_Scatterv(const void *sendbuf, const int sendcounts[], const int dis
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_SCATTERV, comm, IST_BYTES_LOCAL(recvbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(recvcount, recvtype)));
     if (!h) return IST_HIER_DECLINED;
-    ist_hier_log(h, IST_COLL_SCATTERV, "%s",
-                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight from the root" : "one message per cluster from the root, cluster scatter");
-    struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
-    if (h->rank == root) {
-        send = malloc((size_t)h->size * sizeof *send);
-        MPI_Aint ext = ist_extent(sendtype);
-        for (int r = 0; r < h->size; r++)
-            send[r] = (struct ist_block){(const char *)sendbuf + (MPI_Aint)displs[r] * ext, sendcounts[r], sendtype};
-    }
-    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_scatter : scatter_blocks)(h, send, root, recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine);
-    free(send);
-    return ist_hier_leave(rc);
+    return scatter(h, IST_COLL_SCATTERV, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
+                   recvtype, root);
 }

@@ -1,0 +1,356 @@
+"""The platform file: clusters, LANs, WAN links, zipper hosts, I/O servers, layer settings.
+
+This is the one parser of platform files (docs/platform.md is the reference). Everything
+else reads a Platform from load(); nothing else parses the TOML. Errors name the file,
+the key, the bad value and what is expected.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from isthmus.config import collectives as coll_registry
+from isthmus.config.reader import Reader, parse_link
+from isthmus.config.topology import (
+    COLLECTIVE_NAMES,
+    COLLECTIVE_SELECTIONS,
+    COLLECTIVES_MODES,
+    JITTER_DISTRIBUTIONS,
+    LINK_KEYS,
+    MTU_RANGE,
+    PLACEMENTS,
+    WAIT_MODES,
+    Cluster,
+    CollectiveSettings,
+    IoServers,
+    LayerSettings,
+    LinkModel,
+    Platform,
+    TcpSettings,
+    Zipper,
+)
+from isthmus.config.units import UnitError, parse_size
+from isthmus.errors import UserError
+
+# The model of a platform is topology.py's; callers take it from here with the parser.
+__all__ = [
+    "COLLECTIVES_MODES",
+    "COLLECTIVE_NAMES",
+    "COLLECTIVE_SELECTIONS",
+    "JITTER_DISTRIBUTIONS",
+    "LINK_KEYS",
+    "MTU_RANGE",
+    "PLACEMENTS",
+    "WAIT_MODES",
+    "Cluster",
+    "CollectiveSettings",
+    "IoServers",
+    "LayerSettings",
+    "LinkModel",
+    "Platform",
+    "TcpSettings",
+    "Zipper",
+    "apply_override",
+    "load",
+    "parse",
+    "parse_link",
+]
+
+
+def _name_ok(name: str) -> bool:
+    return bool(name) and len(name) <= 32 and name.replace("-", "").replace("_", "").isalnum()
+
+
+def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
+    """Check a platform given as parsed TOML; raise UserError naming the first problem."""
+    r = Reader(source)
+    top = r.table(
+        raw,
+        "",
+        ("name", "description", "clusters", "wan", "zippers", "io", "layer", "collectives", "tcp"),
+    )
+    name = top.get("name", path.stem)
+    if not isinstance(name, str) or not name:
+        raise r.fail("name", f"expected a non-empty string, got {name!r}")
+
+    raw_clusters = r.table(
+        top.get("clusters", {}),
+        "clusters",
+        top.get("clusters", {}).keys() if isinstance(top.get("clusters"), dict) else (),
+    )
+    if not raw_clusters:
+        raise r.fail("clusters", "expected at least one [clusters.NAME] table")
+    clusters = []
+    for cname, value in raw_clusters.items():
+        key = f"clusters.{cname}"
+        if not _name_ok(cname):
+            raise r.fail(
+                key, "a cluster name is letters, digits, '-' and '_', at most 32 characters"
+            )
+        t = r.table(value, key, ("hosts", "ranks_per_host", "lan", "host_patterns", "uplink"))
+        patterns = r.string_list(t, key, "host_patterns")
+        hosts = r.integer(t, key, "hosts", 0 if patterns else 1, 0 if patterns else 1)
+        lan_raw = t.get("lan", {})
+        lan = r.link(lan_raw, f"{key}.lan", LinkModel(), extra=("emulate",))
+        emulate = r.boolean(lan_raw, f"{key}.lan", "emulate", True)
+        uplink = r.optional_link(t, key, "uplink")
+        clusters.append(
+            Cluster(
+                cname,
+                hosts,
+                r.integer(t, key, "ranks_per_host", 1, 1),
+                lan,
+                emulate,
+                patterns,
+                uplink,
+            )
+        )
+    names = [c.name for c in clusters]
+
+    wan_raw = r.table(top.get("wan", {}), "wan", (*LINK_KEYS, "link"))
+    has_default = any(k in wan_raw for k in LINK_KEYS)
+    default = r.link({k: v for k, v in wan_raw.items() if k != "link"}, "wan", LinkModel())
+    wan: dict[tuple[str, str], LinkModel] = {}
+    if has_default:
+        wan = {(a, b): default for a in names for b in names if a != b}
+    links = wan_raw.get("link", [])
+    if not isinstance(links, list):
+        raise r.fail("wan.link", "expected an array of tables: [[wan.link]]")
+    for i, link in enumerate(links):
+        key = f"wan.link[{i}]"
+        t = r.table(link, key, (*LINK_KEYS, "between", "from", "to"))
+        if "between" in t:
+            pair = r.string_list(t, key, "between")
+            if len(pair) != 2 or "from" in t or "to" in t:
+                raise r.fail(f"{key}.between", "expected two cluster names (and no from/to)")
+            directions = [(pair[0], pair[1]), (pair[1], pair[0])]
+        elif "from" in t and "to" in t:
+            directions = [(str(t["from"]), str(t["to"]))]
+        else:
+            raise r.fail(key, "expected 'between = [A, B]' or 'from = A' and 'to = B'")
+        for a, b in directions:
+            for end in (a, b):
+                if end not in names:
+                    raise r.fail(key, f"unknown cluster {end!r} (clusters: {', '.join(names)})")
+            if a == b:
+                raise r.fail(key, f"a WAN link joins two different clusters, got {a!r} twice")
+        model = r.link({k: v for k, v in t.items() if k in LINK_KEYS}, key, default)
+        for pair_ in directions:
+            wan[pair_] = model
+
+    zippers = []
+    raw_zippers = top.get("zippers", {})
+    if not isinstance(raw_zippers, dict):
+        raise r.fail("zippers", "expected [zippers.NAME] tables")
+    for zname, value in raw_zippers.items():
+        key = f"zippers.{zname}"
+        if not _name_ok(zname) or zname in names:
+            raise r.fail(key, "expected a name of letters, digits, '-', '_' that no cluster has")
+        t = r.table(value, key, ("clusters", "hosts", "ranks_per_host", "link"))
+        joined = r.string_list(t, key, "clusters")
+        if len(joined) < 2 or any(c not in names for c in joined):
+            raise r.fail(f"{key}.clusters", f"expected two or more of: {', '.join(names)}")
+        zlink = r.optional_link(t, key, "link")
+        zippers.append(
+            Zipper(
+                zname,
+                joined,
+                r.integer(t, key, "hosts", 1, 1),
+                r.integer(t, key, "ranks_per_host", 0, 0),  # the hosts forward; ranks: issue 20
+                zlink,
+            )
+        )
+
+    # Every pair of clusters must be joined: directly, or through a zipper host.
+    for a in names:
+        for b in names:
+            if (
+                a < b
+                and (a, b) not in wan
+                and (b, a) not in wan
+                and not any(a in z.clusters and b in z.clusters for z in zippers)
+            ):
+                raise r.fail(
+                    "wan",
+                    f"clusters {a!r} and {b!r} are not joined: give [wan] defaults, "
+                    "a [[wan.link]] between them, or a zipper host",
+                )
+
+    io = None
+    if "io" in top:
+        t = r.table(top["io"], "io", ("servers", "cluster", "directory", "stripe"))
+        cluster = t.get("cluster")
+        if cluster is not None and cluster not in names:
+            raise r.fail(
+                "io.cluster", f"unknown cluster {cluster!r} (clusters: {', '.join(names)})"
+            )
+        directory = t.get("directory", "/tmp/isthmus-pio")
+        if not isinstance(directory, str) or not directory:
+            raise r.fail("io.directory", f"expected a directory path, got {directory!r}")
+        io = IoServers(
+            r.integer(t, "io", "servers", 1, 1),
+            cluster,
+            directory,
+            r.unit(t, "io", "stripe", parse_size, 64 * 1024),
+        )
+        if io.stripe < 1 or io.stripe > 1 << 30:
+            raise r.fail("io.stripe", f"{io.stripe} bytes: expected 1 byte to 1GiB")
+        if cluster is not None:
+            home = next(c for c in clusters if c.name == cluster)
+            if home.hosts > 0 and io.servers > home.ranks:
+                raise r.fail(
+                    "io.servers",
+                    f"{io.servers} servers, but cluster {cluster!r} has {home.ranks} ranks: "
+                    "expected at most that many",
+                )
+
+    lt = r.table(top.get("layer", {}), "layer", ("collectives", "wait", "profile", "placement"))
+    profile = r.boolean(lt, "layer", "profile", False)
+    layer = LayerSettings(
+        collectives=r.choice(lt, "layer", "collectives", "native", COLLECTIVES_MODES),
+        wait=r.choice(lt, "layer", "wait", "auto", WAIT_MODES),
+        placement=r.choice(lt, "layer", "placement", "block", PLACEMENTS),
+        profile=profile,
+    )
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        raise r.fail("description", f"expected a string, got {description!r}")
+    colls = _collective_settings(r, top.get("collectives", {}), path)
+    tcp = _tcp_settings(r, top.get("tcp", {}))
+    return Platform(
+        name, path, description, tuple(clusters), wan, tuple(zippers), io, layer, colls, tcp
+    )
+
+
+def _tcp_settings(r: Reader, value: Any) -> TcpSettings:
+    t = r.table(value, "tcp", ("congestion_control", "slow_start_after_idle"))
+    cc = t.get("congestion_control")
+    # a kernel module's name; whether this kernel has it and allows it is net.up's question
+    if cc is not None and not (isinstance(cc, str) and cc.isidentifier() and len(cc) <= 16):
+        raise r.fail(
+            "tcp.congestion_control", f"expected an algorithm's name such as reno, got {cc!r}"
+        )
+    idle = (
+        r.boolean(t, "tcp", "slow_start_after_idle", True) if "slow_start_after_idle" in t else None
+    )
+    return TcpSettings(cc, idle)
+
+
+def _collective_settings(r: Reader, value: Any, path: Path) -> CollectiveSettings:
+    t = r.table(
+        value,
+        "collectives",
+        ("disable", "algorithm", "segment", "log", "params", "select", "tuning"),
+    )
+    disable = r.string_list(t, "collectives", "disable")
+    for d in disable:
+        if d not in COLLECTIVE_NAMES:
+            raise r.fail(
+                "collectives.disable",
+                f"unknown collective {d!r} (expected one of {', '.join(COLLECTIVE_NAMES)})",
+            )
+    reg = coll_registry.registry()
+    algo = r.table(t.get("algorithm", {}), "collectives.algorithm", COLLECTIVE_NAMES)
+    for k, v in algo.items():
+        if not isinstance(v, str):
+            raise r.fail(f"collectives.algorithm.{k}", f"expected an algorithm name, got {v!r}")
+        why = reg.algorithm_problem(k, v)
+        if why:
+            raise r.fail(f"collectives.algorithm.{k}", why)
+    segment = _segments(r, t.get("segment"), reg)
+    params, tuning = t.get("params"), t.get("tuning")
+    for key, name in (("params", params), ("tuning", tuning)):
+        if name is not None and (not isinstance(name, str) or not name):
+            raise r.fail(f"collectives.{key}", f"expected a file name, got {name!r}")
+    return CollectiveSettings(
+        disable=disable,
+        algorithm=tuple(sorted(algo.items())),
+        segment=segment,
+        log=r.boolean(t, "collectives", "log", False),
+        params=(path.parent / params) if params else None,
+        select=r.choice(t, "collectives", "select", "model", COLLECTIVE_SELECTIONS),
+        tuning=(path.parent / tuning) if tuning else None,
+    )
+
+
+def _segments(r: Reader, value: Any, reg: coll_registry.Registry) -> tuple[tuple[str, int], ...]:
+    """collectives.segment: one size for every collective with a segment, or a table of
+    sizes by collective."""
+    if value is None:
+        return ()
+    items = value.items() if isinstance(value, dict) else [("", value)]
+    out = []
+    for name, size in items:
+        key = f"collectives.segment.{name}" if name else "collectives.segment"
+        why = reg.setting_problem(name, "segment") if name else None
+        if why:
+            raise r.fail(key, why)
+        try:
+            nbytes = parse_size(size)
+        except UnitError as e:
+            raise r.fail(key, str(e)) from None
+        if nbytes <= 0:
+            raise r.fail(key, f"expected a positive size such as '16KiB', got {size!r}")
+        out.append((name, nbytes))
+    return tuple(out)
+
+
+def load(path: str | Path, overrides: Iterable[str] = ()) -> Platform:
+    """Read, override (KEY=VALUE strings, as given to --set) and check a platform file."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such platform file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML: {e}") from None
+    overrides = list(overrides)
+    for setting in overrides:
+        apply_override(raw, setting)
+    source = str(path) + (" (with --set " + ", ".join(overrides) + ")" if overrides else "")
+    return parse(raw, source, path)
+
+
+def _parse_value(text: str) -> Any:
+    """A --set value: a TOML value when it is one (2, 0.1, true, ["a","b"]), else a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(raw: dict[str, Any], setting: str) -> None:
+    """Apply KEY=VALUE to the raw platform. wan.X sets X on the defaults and every link."""
+    key, sep, text = setting.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UserError(f"--set {setting!r}: expected KEY=VALUE, such as wan.latency=2ms")
+    value = _parse_value(text.strip())
+    parts = key.split(".")
+    if parts[0] == "wan" and len(parts) == 2 and parts[1] in LINK_KEYS:
+        wan = raw.setdefault("wan", {})
+        wan[parts[1]] = value
+        for link in wan.get("link", []):
+            if isinstance(link, dict):
+                link[parts[1]] = value
+        return
+    node: Any = raw
+    for i, part in enumerate(parts[:-1]):
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise UserError(
+                    f"--set {key}: {'.'.join(parts[: i + 1])} is not an index of the list"
+                )
+            node = node[int(part)]
+        else:
+            node = node.setdefault(part, {})
+        if not isinstance(node, dict | list):
+            raise UserError(f"--set {key}: {'.'.join(parts[: i + 1])} is a value, not a table")
+    if isinstance(node, list):
+        raise UserError(f"--set {key}: cannot replace a list element; set one of its keys")
+    node[parts[-1]] = value

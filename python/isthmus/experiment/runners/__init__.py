@@ -1,0 +1,124 @@
+"""The experiment runners, one module per `kind` of experiment file (experiment.py).
+
+Each module has `PARAMS` (the names of its parameters: experiment.load refuses others),
+`check(exp)` (their values, one-line errors), `steps(exp)` (the plan:
+one benchmark or probe run each), `run_step(exp, step, work)` (runs one; returns what to
+keep, as JSON) and `rows(exp, steps, outcomes)` (the results file's rows)."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from isthmus import records
+from isthmus.config import paths
+from isthmus.errors import UserError
+
+if TYPE_CHECKING:
+    from isthmus.experiment import Experiment
+
+
+def require_platform(exp: Experiment) -> None:
+    """params.platform names a platform file of the checkout."""
+    platform = exp.params.get("platform")
+    if not isinstance(platform, str) or not (paths.ROOT / platform).is_file():
+        raise UserError(
+            f"{exp.path}: params.platform: expected the path of a platform file in the checkout"
+        )
+
+
+def spread_stats(values: list[float]) -> dict[str, Any]:
+    """Median, range, spread ((largest - smallest) / median) and every value."""
+    med = statistics.median(values)
+    spread = (max(values) - min(values)) / med if med else 0.0
+    return {"median": med, "min": min(values), "max": max(values), "spread": spread,
+            "reps": values}  # fmt: skip
+
+
+def vary_points(exp: Experiment) -> list[dict[str, str]]:
+    """params.vary ({"wan.latency": ["10ms", "0"], ...}): every combination, in order."""
+    vary: dict[str, list[Any]] = exp.params.get("vary", {})
+    combos = itertools.product(*vary.values())
+    return [dict(zip(vary, map(str, c), strict=True)) for c in combos]
+
+
+def mpi_cases(exp: Experiment) -> list[dict[str, Any]]:
+    """params.cases: each an MPI, its --set settings and (optionally) a platform and coll
+    entries of its own (default: one case per MPI, no settings, params.platform)."""
+    given = exp.params.get("cases")
+    platform = exp.params.get("platform")
+    if given is None:
+        return [{"name": m, "mpi": m, "set": [], "platform": platform, "entries": None}
+                for m in exp.mpis]  # fmt: skip
+    return [
+        {"name": c.get("name", c["mpi"]), "mpi": c["mpi"], "set": c.get("set", []),
+         "platform": c.get("platform", platform), "entries": c.get("entries")}
+        for c in given
+    ]  # fmt: skip
+
+
+def checked_cases(exp: Experiment) -> list[dict[str, Any]]:
+    """mpi_cases, each case's MPI one of the experiment's and its platform file there."""
+    where = f"{exp.path}: params.cases"
+    try:
+        cases = mpi_cases(exp)
+        for c in cases:
+            if c["mpi"] not in exp.mpis:
+                raise UserError(f"{where}: case {c['name']!r} uses {c['mpi']!r}, not in mpis")
+            if c["platform"] is not None and not (paths.ROOT / str(c["platform"])).is_file():
+                raise UserError(f"{where}: case {c['name']!r}: no platform file")
+    except (KeyError, TypeError) as e:
+        raise UserError(f"{where}: missing or wrong key {e}") from None
+    return cases
+
+
+def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:
+    """Run this checkout's isthmus command; a failure is one line naming the step."""
+    child = subprocess.Popen(
+        [str(paths.isthmus_command()), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = child.communicate()
+    except BaseException:  # interrupted: let the child take its network down, then go
+        child.terminate()
+        try:  # reading on: a child blocked on a full pipe would never end
+            child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+        raise
+    done = subprocess.CompletedProcess(child.args, child.returncode, out, err)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise UserError(f"{label}: isthmus {args[0]} failed ({done.returncode}): {tail}")
+    return done
+
+
+def bench_records(
+    program: str,
+    platform: str,
+    settings: list[str],
+    mpi: str,
+    out: Path,
+    program_args: list[str],
+    label: str,
+    timeout: str = "10min",
+    log: list[str] | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`isthmus bench PROGRAM` on a platform of the checkout: its header and records (and
+    its standard error's lines appended to `log`, when given)."""
+    done = isthmus(
+        ["bench", program, "-p", str(paths.ROOT / platform),
+         *(x for kv in settings for x in ("--set", kv)), "--mpi", mpi, "-o", str(out),
+         "--timeout", timeout, "--", *program_args],
+        label,
+    )  # fmt: skip
+    if log is not None:
+        log += done.stderr.splitlines()
+    return records.read_bench(out)

@@ -1,0 +1,70 @@
+"""Runner `app`: a program under `isthmus run`, one figure from the JSON it prints.
+
+Each step is one `isthmus run` of a program built for the case's MPI
+(build/bin/MPI/PROGRAM) with the case's settings; the program prints one JSON document
+on stdout, of which the runner keeps `figure`. Repetitions are whole passes over the
+cases.
+
+[params]
+  platform = "examples/platforms/one-cluster.toml"
+  set = ["clusters.local.hosts=8"]
+  program = "allreduce_loop"
+  args = ["100"]
+  figure = "us_per_allreduce"
+  [[params.cases]]  name = "openmpi, spinning", mpi = "openmpi", set = ["layer.wait=spin"]
+
+A row per case: the figure's median over the repetitions, range, spread, every value.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from isthmus.config import paths
+from isthmus.errors import UserError
+from isthmus.experiment import Experiment, Step
+from isthmus.experiment.runners import isthmus, mpi_cases, spread_stats
+
+PARAMS = {"platform", "set", "program", "args", "figure", "cases", "timeout"}
+
+
+def check(exp: Experiment) -> None:
+    for key in ("platform", "program", "figure"):
+        if not isinstance(exp.params.get(key), str):
+            raise UserError(f"{exp.path}: params.{key}: expected a string")
+
+
+def steps(exp: Experiment) -> list[Step]:
+    cases = list(enumerate(mpi_cases(exp)))
+    return [Step(f"r{rep}-c{k}", f"rep {rep + 1}, {c['name']}", {"case": k})
+            for rep in range(exp.repetitions) for k, c in cases]  # fmt: skip
+
+
+def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
+    p = exp.params
+    case = mpi_cases(exp)[step.spec["case"]]
+    settings = [x for kv in [*p.get("set", []), *case["set"]] for x in ("--set", kv)]
+    done = isthmus(
+        ["run", "-p", str(paths.ROOT / p["platform"]), *settings,
+         "--mpi", case["mpi"], "--timeout", p.get("timeout", "5min"), "--",
+         str(paths.program(case["mpi"], p["program"])), *p.get("args", [])],
+        step.label,
+    )  # fmt: skip
+    try:
+        doc = json.loads(done.stdout[done.stdout.index("{") :])
+        return {"value": float(doc[p["figure"]])}
+    except (ValueError, KeyError):
+        raise UserError(
+            f"{step.label}: {p['program']} printed no JSON with {p['figure']}"
+        ) from None
+
+
+def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for k, c in enumerate(mpi_cases(exp)):
+        vals = [outcomes[s.key]["value"] for s in steps_ if s.spec["case"] == k]
+        out.append({"case": c["name"], "mpi": c["mpi"], "figure": exp.params["figure"],
+                    **spread_stats(vals)})  # fmt: skip
+    return out

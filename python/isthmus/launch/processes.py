@@ -1,0 +1,251 @@
+"""Starting and stopping a job's processes: the launcher with one namespace per rank,
+several launchers at once (zipper sites, each with its forwarders), a deadline, and the
+grace a process gets before it is killed."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO
+
+from isthmus.config import paths
+from isthmus.config.platform import Platform
+from isthmus.emulate import signals
+from isthmus.emulate.plan import make_plan, netns_name
+from isthmus.launch import mpi, zipper
+
+EXIT_TIMEOUT = 124  # as timeout(1)
+
+
+EXIT_NETWORK_FAILED = 125
+
+
+KILL_GRACE_SECONDS = 5.0
+
+
+def _die_with_parent() -> None:
+    """In the launcher's child: get SIGTERM if isthmus itself dies, so no job is orphaned."""
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the launcher; after a grace period SIGKILL its whole process group."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(KILL_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def rank_namespaces(platform: Platform, netname: str) -> list[str]:
+    """The namespace of every world rank's host, in rank order: a cluster's ranks fill its
+    hosts in order, ranks_per_host each, whatever the placement."""
+    out = []
+    taken = dict.fromkeys((c.name for c in platform.clusters), 0)
+    per_host = {c.name: c.ranks_per_host for c in platform.clusters}
+    for name in platform.rank_clusters():
+        host = taken[name] // per_host[name]
+        taken[name] += 1
+        out.append(netns_name(netname, f"{name}{host}"))
+    for z in platform.zippers:
+        for h in range(z.hosts):
+            out += [netns_name(netname, f"{z.name}{h}")] * z.ranks_per_host
+    return out
+
+
+def launch(
+    cmd: list[str],
+    env: dict[str, str],
+    timeout: float | None,
+    alive: Callable[[], bool] | None = None,
+    stdout: IO[bytes] | None = None,
+) -> tuple[int, str | None]:
+    """Run the launcher in its own process group; return (exit code, why it was stopped:
+    None, "timeout" or "network")."""
+    proc = subprocess.Popen(
+        cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
+    )
+
+    received: list[int] = []
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in signals.STOPPING}
+    stopped: str | None = None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while proc.poll() is None:
+            try:
+                proc.wait(0.5)
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    stopped = "timeout"
+                elif alive is not None and not alive():
+                    stopped = "network"
+                if stopped:
+                    _stop(proc)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        # A launcher told to stop may exit before its ranks do: nothing of the job
+        # (its process group) outlives the run, nor the network it takes down next.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    rc = proc.returncode
+    if stopped == "timeout":
+        return EXIT_TIMEOUT, stopped
+    if stopped == "network":
+        return EXIT_NETWORK_FAILED, stopped
+    if rc == 0 and received:
+        # Hydra sometimes kills its proxies before they report the ranks' deaths and then
+        # returns 0; an interrupted job must not look like a successful one.
+        return 128 + received[0], None
+    return (128 - rc if rc < 0 else rc), None
+
+
+@dataclass
+class Process:
+    """One process of a zipped run: a site's launcher or a forwarder."""
+
+    what: str  # for messages: "the launcher of site left" or "the forwarder on gate0"
+    cmd: list[str]
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+
+
+def launch_all(
+    launchers: list[Process],
+    forwarders: list[Process],
+    timeout: float | None,
+    alive: Callable[[], bool] | None,
+    stdout: IO[bytes] | None,
+) -> tuple[int, str | None]:
+    """Run the forwarders and the sites' launchers, each in its own process group, until
+    every launcher has ended; the first that fails (a launcher or forwarder that exits
+    other than 0) stops all the others at once. Returns (exit code, why it was stopped:
+    None, "timeout", "network", or the message naming the process that failed first)."""
+    every = forwarders + launchers
+    for p in every:
+        p.proc = subprocess.Popen(
+            p.cmd, env=p.env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
+        )
+    received: list[int] = []
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        for p in launchers:
+            with contextlib.suppress(ProcessLookupError):
+                assert p.proc is not None
+                p.proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in signals.STOPPING}
+    stopped: str | None = None
+    failed: Process | None = None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while any(p.proc is not None and p.proc.poll() is None for p in launchers):
+            time.sleep(0.1)
+            failed = next(
+                (p for p in every if p.proc is not None and p.proc.poll() not in (None, 0)), None
+            )
+            if failed is not None:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                stopped = "timeout"
+                break
+            if alive is not None and not alive():
+                stopped = "network"
+                break
+        if failed is None and stopped is None:
+            # Every launcher ended well: the forwarders end once every rank has said bye.
+            end = time.monotonic() + KILL_GRACE_SECONDS
+            while time.monotonic() < end and any(
+                p.proc is not None and p.proc.poll() is None for p in forwarders
+            ):
+                time.sleep(0.05)
+            failed = next(
+                (p for p in forwarders if p.proc is not None and p.proc.poll() not in (None, 0)),
+                None,
+            )
+    finally:
+        for p in every:
+            if p.proc is not None and p.proc.poll() is None:
+                _stop(p.proc)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for p in every:
+            with contextlib.suppress(ProcessLookupError):
+                assert p.proc is not None
+                os.killpg(p.proc.pid, signal.SIGKILL)
+    if stopped == "timeout":
+        return EXIT_TIMEOUT, stopped
+    if stopped == "network":
+        return EXIT_NETWORK_FAILED, stopped
+    if failed is not None:
+        assert failed.proc is not None
+        rc = failed.proc.returncode
+        return (128 - rc if rc < 0 else rc), f"{failed.what} ended with status {rc}"
+    if received:
+        return 128 + received[0], None
+    return 0, None
+
+
+def zipped_processes(
+    platform: Platform,
+    impl: mpi.MpiImplementation,
+    netname: str,
+    layer_env: dict[str, str],
+    argv: list[str],
+    status_dir: Path,
+) -> tuple[list[Process], list[Process]]:
+    """The sites' launchers (each inside its first host's namespace, over its own ranks'
+    namespaces) and the forwarders on the zipper hosts, of a zipped run (docs/zipper.md)."""
+    netplan = make_plan(platform)
+    zplan = zipper.plan(platform, {h.name: h.address for h in netplan.hosts if h.zipper})
+    namespaces = rank_namespaces(platform, netname)
+    nranks = len(zplan.site_of_rank)
+    forwarders = [
+        Process(
+            f"the forwarder on {f.host}",
+            [
+                "ip", "netns", "exec", netns_name(netname, f.host),
+                str(paths.forwarder()), "--listen", f.address, "--ranks", str(nranks),
+                "--name", f.host,
+            ],
+            dict(os.environ),
+        )
+        for f in zplan.forwarders
+    ]  # fmt: skip
+    launchers = []
+    for site, clusters in enumerate(zplan.site_clusters):
+        ranks = zplan.site_ranks(site)
+        site_status = status_dir / f"site-{site}"
+        site_status.mkdir()
+        env = {
+            **layer_env,
+            **zplan.environment(site),
+            "ISTHMUS_NETNS": ",".join(namespaces[r] for r in ranks),
+            "ISTHMUS_STATUS_DIR": str(site_status),
+        }
+        cmd = ["ip", "netns", "exec", namespaces[ranks[0]]]
+        cmd += impl.launch_command(len(ranks), sorted(env), argv)
+        launchers.append(
+            Process(f"the job of site {'+'.join(clusters)}", cmd, {**os.environ, **env})
+        )
+    return launchers, forwarders

@@ -1,0 +1,226 @@
+"""`isthmus run`: start the MPI launcher so that every rank runs with libisthmus.
+
+The launcher starts isthmus-exec for each rank, which preloads the layer built for that
+MPI and execs the application; the launcher itself never loads the layer. Every rank is
+told the platform's clusters (block mapping of world ranks, or host-name patterns on a
+real site). The application's exit status comes back as ours; SIGINT, SIGTERM and SIGHUP
+are passed on to the launcher, which stops the ranks.
+
+On an emulated platform the run uses the network named by --net when it is up, and
+otherwise brings one up for the run and down after it. The launcher runs in the control
+host's namespace; isthmus-exec moves each rank into its host's namespace (block mapping:
+the ranks of a host are consecutive); the MPI is told to use TCP on the emulated device
+only. If the router dies, the run is stopped within a second (exit code 125).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from isthmus import __version__, records
+from isthmus.config import paths
+from isthmus.config.platform import Platform
+from isthmus.emulate import net, rootless, signals
+from isthmus.emulate.plan import CONTROL_HOST, make_plan, netns_name
+from isthmus.errors import UserError
+from isthmus.launch import mpi, zipper
+from isthmus.launch.environment import (
+    collective_environment,
+    layer_environment,
+    pio_environment,
+    rank_count,
+    wait_mode,
+)
+from isthmus.launch.processes import launch, launch_all, rank_namespaces, zipped_processes
+
+
+@dataclass
+class RunRequest:
+    platform: Platform
+    app: list[str]
+    nranks: int | None = None
+    mpi: str | None = None
+    overrides: tuple[str, ...] = ()
+    profile: Path | None = None
+    timeout: float | None = None
+    net: str | None = None  # an emulated network that is already up
+    emulate: bool = True
+    stdout: Path | None = None  # where the application's standard output goes (default: ours)
+    environment: tuple[tuple[str, str], ...] = ()  # more variables for every rank (they win)
+    # one site's job of a zipped platform on real machines (docs/zipper.md)
+    site: str | None = None
+    site_ranks: tuple[tuple[str, int], ...] = ()
+    forwarders: tuple[str, ...] = ()
+
+
+def first_failure(status_dir: Path) -> int | None:
+    """The exit code of the rank that failed first (128+N for signal N), from the files
+    isthmus-exec writes; None when every rank exited 0 or none wrote one. Ranks that failed
+    before MPI_Finalize come first (the layer leaves finalizing-N when rank N enters it):
+    a rank failing inside it is usually a casualty of a peer that had already gone."""
+    failures = []
+    for f in status_dir.glob("**/rank-*"):  # a zipped run has one directory per site
+        try:
+            how, value, ns = f.read_text().split()
+        except ValueError:
+            continue
+        code = int(value) if how == "exit" else 128 + int(value)
+        if code != 0:
+            in_finalize = (f.parent / f"finalizing-{f.name[len('rank-') :]}").exists()
+            failures.append((in_finalize, int(ns), code))
+    return min(failures)[2] if failures else None
+
+
+def _annotate_profile(path: Path, run_info: dict[str, Any]) -> None:
+    """Add how the run was made to the profile the layer wrote (atomically)."""
+    data = records.read_json(path, "profile", "profile")
+    data["run"] = run_info
+    records.write_json(path, data, "profile")
+
+
+def run(req: RunRequest) -> int:
+    if not req.app:
+        raise UserError("no application given: isthmus run -p PLATFORM -- APP [ARGS...]")
+    impl = mpi.choose(req.mpi, req.app[0])
+    zipped = zipper.zipped(req.platform)
+    site_env: dict[str, str] = {}
+    if zipped and not (req.emulate and req.platform.emulated):
+        if req.site is None:
+            raise UserError(
+                f"{req.platform.path}: its clusters are joined only through zipper hosts: on "
+                "real sites run each site's job with --site, --site-ranks and --forwarders "
+                "(docs/zipper.md)"
+            )
+        zplan, site = zipper.real_site_plan(
+            req.platform, req.site, dict(req.site_ranks), list(req.forwarders)
+        )
+        site_env = zplan.environment(site)
+        nranks = len(zplan.site_ranks(site))
+        if req.nranks is not None and req.nranks != nranks:
+            raise UserError(f"-n {req.nranks}: --site-ranks gives site {req.site} {nranks}")
+        zipped = False  # this launcher runs one site's job: no forwarders to start here
+    else:
+        if req.site is not None:
+            raise UserError(
+                "--site: only for a platform of real sites joined by zipper hosts (docs/zipper.md)"
+            )
+        nranks = rank_count(req.platform, req.nranks)
+    if zipped:
+        if req.profile is not None or req.platform.layer.profile:
+            raise UserError("--profile: profiling a run across zipper hosts is not supported yet")
+        hosts = make_plan(req.platform).hosts
+        zipper.plan(req.platform, {h.name: h.address for h in hosts if h.zipper})  # refusals
+    profile = req.profile
+    if profile is None and req.platform.layer.profile:
+        profile = Path("isthmus-profile.json")
+    if profile is not None:
+        profile = profile.resolve()
+        if not profile.parent.is_dir():
+            raise UserError(f"--profile {profile}: the directory {profile.parent} does not exist")
+        profile.unlink(missing_ok=True)
+
+    emulate = req.emulate and req.platform.emulated
+    netname = req.net or f"run{os.getpid()}"
+    own_network = emulate and not (req.net and net.is_up(req.net))
+    if own_network and os.geteuid() != 0:
+        rootless.reexec()  # does not return: the run continues inside a user namespace
+    cores = os.cpu_count() or 1
+    if nranks > cores:
+        print(
+            f"isthmus: {nranks} ranks on {cores} cores: ranks take turns on the cores, so "
+            "timings include time spent waiting for one",
+            file=sys.stderr,
+        )
+    if req.net and not own_network and emulate:
+        st = net.load_state(req.net)
+        if st is None or len(st.hosts) != len(make_plan(req.platform).hosts):
+            raise UserError(f"--net {req.net}: that network was made for another platform")
+    try:
+        if own_network:
+            net.remove_orphans()
+            net.up(req.platform, netname, list(req.overrides), owner_pid=os.getpid())
+        with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
+            layer_env = layer_environment(req.platform, impl, profile)
+            layer_env["ISTHMUS_STATUS_DIR"] = status_dir
+            layer_env.update(collective_environment(req.platform, Path(status_dir)))
+            layer_env["ISTHMUS_WAIT"] = wait_mode(req.platform, impl, nranks, cores)
+            layer_env.update(pio_environment(req.platform, nranks))
+            layer_env.update(site_env)
+            if site_env and os.environ.get("ISTHMUS_CLUSTER"):  # the documented override
+                layer_env["ISTHMUS_CLUSTER"] = os.environ["ISTHMUS_CLUSTER"]
+            layer_env.update(dict(req.environment))
+            prefix: list[str] = []
+            alive = None
+            if emulate:
+                layer_env["ISTHMUS_NETNS"] = ",".join(rank_namespaces(req.platform, netname))
+                layer_env.update(mpi.emulation_environment(impl))
+                prefix = ["ip", "netns", "exec", netns_name(netname, CONTROL_HOST)]
+                alive = lambda: net.is_up(netname)  # noqa: E731
+            env = {**os.environ, **layer_env}
+            argv = [str(paths.exec_wrapper()), *req.app]
+            cmd = prefix + impl.launch_command(nranks, sorted(layer_env), argv)
+            started = time.monotonic()
+            with open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out:
+                if zipped:
+                    launchers, forwarders = zipped_processes(
+                        req.platform, impl, netname, layer_env, argv, Path(status_dir)
+                    )
+                    cmd = launchers[0].cmd
+                    rc, stopped = launch_all(launchers, forwarders, req.timeout, alive, out)
+                else:
+                    rc, stopped = launch(cmd, env, req.timeout, alive, out)
+            wall = time.monotonic() - started
+            if rc != 0 and stopped not in ("timeout", "network"):
+                rc = first_failure(Path(status_dir)) or rc
+    finally:
+        if own_network:
+            with signals.deferred():
+                net.down(netname)
+    if stopped == "timeout":
+        print(
+            f"isthmus: the run exceeded --timeout {req.timeout:g}s and was stopped", file=sys.stderr
+        )
+    elif stopped == "network":
+        print(
+            f"isthmus: the router of network {netname} died during the run; the run was stopped",
+            file=sys.stderr,
+        )
+    elif stopped is not None:
+        print(f"isthmus: {stopped}; the other sites' jobs were stopped", file=sys.stderr)
+
+    if profile is not None:
+        if profile.exists():
+            _annotate_profile(
+                profile,
+                {
+                    "isthmus_version": __version__,
+                    "git_revision": paths.git_revision(),
+                    "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "platform": {
+                        "name": req.platform.name,
+                        "path": str(req.platform.path),
+                        "overrides": list(req.overrides),
+                    },
+                    "mpi": impl.name,
+                    "nranks": nranks,
+                    "app": req.app,
+                    "launcher": cmd,
+                    "exit_code": rc,
+                    "wall_seconds": round(wall, 6),
+                },
+            )
+        else:
+            print(
+                f"isthmus: no profile was written to {profile}: the application did not "
+                "reach MPI_Finalize",
+                file=sys.stderr,
+            )
+    return rc

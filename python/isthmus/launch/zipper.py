@@ -1,0 +1,146 @@
+"""Zipper forwarding, the plan of a run (docs/zipper.md): which clusters one launcher
+reaches (a site), which world ranks each site's job holds, and where the forwarders are.
+
+A site is a set of clusters joined by wide-area links: one native MPI job runs there,
+started by its own launcher inside the site's network. Sites reach each other only
+through zipper hosts, where `isthmus-forward` runs; the layer in every rank joins the
+sites' jobs into one MPI_COMM_WORLD (src/zip). A platform whose clusters are all joined
+by links is one site and runs as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from isthmus.config.platform import Platform
+from isthmus.errors import UserError
+
+FORWARDER_PORT = 7300  # src/zip/zip_wire.h IST_ZIP_DEFAULT_PORT
+
+
+def sites(platform: Platform) -> list[list[str]]:
+    """The clusters of each site, in file order: the groups the wide-area links join."""
+    site_of: dict[str, int] = {}
+    out: list[list[str]] = []
+    for c in platform.clusters:
+        if c.name in site_of:
+            continue
+        site_of[c.name] = len(out)
+        members, todo = [c.name], [c.name]
+        while todo:
+            a = todo.pop()
+            for b in (x.name for x in platform.clusters):
+                linked = (a, b) in platform.wan or (b, a) in platform.wan
+                if b not in site_of and linked:
+                    site_of[b] = len(out)
+                    members.append(b)
+                    todo.append(b)
+        out.append(sorted(members, key=[x.name for x in platform.clusters].index))
+    return out
+
+
+def zipped(platform: Platform) -> bool:
+    """True when the clusters form more than one site: the run needs forwarders."""
+    return len(sites(platform)) > 1
+
+
+@dataclass(frozen=True)
+class Forwarder:
+    host: str  # the zipper host it runs on, "gate0"
+    address: str  # where ranks reach it, "198.18.3.1:7300"
+
+
+@dataclass(frozen=True)
+class ZipPlan:
+    site_clusters: list[list[str]]
+    site_of_rank: list[int]  # world rank -> site
+    forwarders: list[Forwarder]
+
+    def site_ranks(self, site: int) -> list[int]:
+        """The world ranks of a site's job, in the order of its own ranks."""
+        return [r for r, s in enumerate(self.site_of_rank) if s == site]
+
+    def environment(self, site: int) -> dict[str, str]:
+        """What the layer in a rank of this site's job reads (src/zip/zip.h)."""
+        return {
+            "ISTHMUS_ZIP_SITES": ",".join(map(str, self.site_of_rank)),
+            "ISTHMUS_ZIP_SITE": str(site),
+            "ISTHMUS_ZIP_FORWARDERS": ",".join(f.address for f in self.forwarders),
+        }
+
+
+def plan(platform: Platform, addresses: dict[str, str]) -> ZipPlan:
+    """The sites, their ranks and the forwarders of a zipped platform; addresses: the
+    emulated address of every zipper host. A one-line error for what is not carried yet."""
+    groups = sites(platform)
+    where = {name: i for i, g in enumerate(groups) for name in g}
+    for z in platform.zippers:
+        if z.ranks_per_host:
+            raise UserError(
+                f"{platform.path}: zippers.{z.name}.ranks_per_host = {z.ranks_per_host}: "
+                "ranks on zipper hosts are not supported yet (expected 0: the zipper hosts "
+                "run the forwarders)"
+            )
+        joined = {where[c] for c in z.clusters}
+        if len(joined) != len(groups):
+            raise UserError(
+                f"{platform.path}: zippers.{z.name} joins {', '.join(z.clusters)}, not every "
+                f"site ({'; '.join(', '.join(g) for g in groups)}): forwarding over more than "
+                "one zipper hop is not supported yet"
+            )
+    if platform.io is not None:
+        raise UserError(f"{platform.path}: [io] with zipper forwarding is not supported yet")
+    forwarders = [
+        Forwarder(f"{z.name}{i}", f"{addresses[f'{z.name}{i}']}:{FORWARDER_PORT}")
+        for z in platform.zippers
+        for i in range(z.hosts)
+    ]
+    return ZipPlan(groups, [where[c] for c in platform.rank_clusters()], forwarders)
+
+
+def check_address(spec: str, option: str) -> None:
+    """A forwarder's ADDRESS:PORT as an option gives it, or a one-line error."""
+    host, _, port = spec.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"{option} {spec}: expected ADDRESS:PORT, for example 10.1.0.5:7300")
+
+
+def real_site_plan(
+    platform: Platform, site: str, site_ranks: dict[str, int], forwarders: list[str]
+) -> tuple[ZipPlan, int]:
+    """The plan of one site's job on real machines (docs/zipper.md, "On real sites"): the
+    site named by one of its clusters, every site's rank count (by one of its clusters'
+    names), and the forwarders' ADDRESS:PORT as this site reaches them. World ranks are
+    the sites' ranks in blocks in file order, or taking turns with layer.placement =
+    "round-robin"."""
+    groups = sites(platform)
+
+    def group_of(name: str, what: str) -> int:
+        for i, g in enumerate(groups):
+            if name in g or name == "+".join(g):
+                return i
+        raise UserError(
+            f"{what} {name!r}: expected a cluster of the platform "
+            f"({', '.join(c.name for c in platform.clusters)})"
+        )
+
+    counts = [0] * len(groups)
+    for name, n in site_ranks.items():
+        if n < 1:
+            raise UserError(f"--site-ranks {name}={n}: expected a positive number of ranks")
+        counts[group_of(name, "--site-ranks")] = n
+    missing = ["+".join(g) for g, n in zip(groups, counts, strict=True) if n == 0]
+    if missing:
+        raise UserError(
+            f"--site-ranks: no count for {', '.join(missing)}: expected NAME=N for every site"
+        )
+    for f in forwarders:
+        check_address(f, "--forwarders")
+    if not forwarders:
+        raise UserError("--forwarders: expected one ADDRESS:PORT or more")
+    if platform.layer.placement == "block":
+        site_of_rank = [i for i, n in enumerate(counts) for _ in range(n)]
+    else:
+        site_of_rank = [i for k in range(max(counts)) for i, n in enumerate(counts) if k < n]
+    plan_ = ZipPlan(groups, site_of_rank, [Forwarder(f, f) for f in forwarders])
+    return plan_, group_of(site, "--site")

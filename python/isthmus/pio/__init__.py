@@ -1,0 +1,1 @@
+"""pio, files striped over I/O servers: its benchmark."""

@@ -1,0 +1,221 @@
+"""`isthmus experiment render [--check]`: tables and plots made from the results files.
+
+Markdown files (README.md, docs/, results/) hold rendered blocks between markers:
+
+    <!-- render collectives/latency -->
+    ... written by render, never by hand ...
+    <!-- end render -->
+
+`render` rewrites every block from the JSON and redraws the plots; `render --check`
+rewrites nothing and fails (exit 1) when a block differs from what its JSON gives, a
+block names no known table, a plot is missing, or a results file lacks its provenance
+header, names a revision outside this history, or was made from a dirty tree or with
+--quick. The prose around the blocks is hand-written and repeats no numbers.
+
+Each table is one function of BLOCKS; the performance table (targets.py) is one too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from isthmus import records
+from isthmus.config import paths
+from isthmus.errors import UserError
+from isthmus.experiment import all_names, provenance
+from isthmus.records import atomic
+from isthmus.report import blocks_apps as apps
+from isthmus.report import blocks_net as net
+from isthmus.report import render_zipper as z
+from isthmus.report import results, targets
+from isthmus.report.blocks_collectives import (
+    block_bandwidth,
+    block_latency,
+    block_selector,
+    block_tcp_floor,
+    block_zero,
+    plot_bandwidth,
+    plot_latency,
+)
+from isthmus.report.blocks_grid import block_grid
+
+BLOCK = re.compile(
+    r"(?P<open><!-- render (?P<name>[\w/.-]+) -->\n)(?P<body>.*?)(?P<close><!-- end render -->)",
+    re.S,
+)
+FENCE = re.compile(r"(^```.*?^```[^\n]*$)", re.M | re.S)
+MARKDOWN_GLOBS = ("README.md", "docs/**/*.md", "results/**/*.md")
+
+
+# ---- registry ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    source: str  # the experiment whose results it renders
+    text: Callable[[dict[str, Any]], str]
+    plot: Callable[[dict[str, Any], Path], None] | None = None
+    plot_file: str = ""
+
+
+BLOCKS: dict[str, Block] = {
+    "collectives/latency": Block(
+        "collectives/latency", block_latency, plot_latency, "results/collectives/latency.png"
+    ),
+    "collectives/bandwidth": Block(
+        "collectives/bandwidth",
+        block_bandwidth,
+        plot_bandwidth,
+        "results/collectives/bandwidth.png",
+    ),
+    "collectives/tcp-floor": Block("collectives/tcp-floor", block_tcp_floor),
+    "collectives/zero": Block("collectives/zero", block_zero),
+    "collectives/latency-selector": Block("collectives/latency", block_selector),
+    "collectives/bandwidth-selector": Block("collectives/bandwidth", block_selector),
+    # every grid experiment there is (grid-2x2; the 8-rank ones one MPI a file)
+    **{n: Block(n, block_grid) for n in all_names() if n.startswith("collectives/grid-")},
+}
+
+
+BLOCKS.update(
+    {
+        "net/selftest": Block("net/selftest", net.block_selftest, net.plot_selftest,
+                              "results/net/selftest.png"),
+        "overhead/overhead": Block("overhead/overhead", net.block_overhead, net.plot_overhead,
+                                   "results/overhead/overhead.png"),
+        "pio/bench": Block("pio/bench", apps.block_pio, apps.plot_pio, "results/pio/bench.png"),
+        "pio/bench-wan": Block("pio/bench-wan", apps.block_pio, apps.plot_pio,
+                               "results/pio/bench-wan.png"),
+        "model/bcast": Block("model/bcast", apps.block_model, apps.plot_model,
+                             "results/model/bcast-error.png"),
+        "demo/time": Block("demo/time", apps.block_demo),
+        "demo/shows": Block("demo/time", apps.block_demo_shows),
+        "apps/layer": Block("apps/layer", apps.block_apps),
+        "model/repeatability": Block("model/repeatability", apps.block_repeatability),
+        "model/heuristic": Block("model/heuristic", apps.block_heuristic),
+        "net/wait-mode": Block("net/wait-mode", net.block_wait_mode),
+        "net/mpi-bandwidth": Block("net/mpi-bandwidth", net.block_mpi_bandwidth,
+                                   net.plot_mpi_bandwidth, "results/net/mpi-bandwidth.png"),
+        "zipper/p2p": Block("zipper/p2p", z.block_p2p, z.plot_p2p, "results/zipper/p2p.png"),
+        "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
+                                "results/zipper/zippers.png"),
+        "zipper/collectives": Block("zipper/collectives", z.block_collectives,
+                                    z.plot_collectives, "results/zipper/collectives.png"),
+    }
+)  # fmt: skip
+
+
+def render_block(name: str, where: Path | None = None) -> str:
+    """The block's Markdown; its plot, if it has one, linked relative to `where`."""
+    if name == "performance":
+        return targets.block()
+    if name == "coll/registry":  # from src/coll/registry.toml, not from results
+        from isthmus.config import collectives
+
+        return collectives.markdown_table()
+    if name not in BLOCKS:
+        raise UserError(
+            f"unknown render block {name!r}: expected performance, coll/registry or "
+            f"{', '.join(BLOCKS)}"
+        )
+    b = BLOCKS[name]
+    res = results.load_result(b.source)
+    if not res:
+        return results.missing(b.source)
+    text = b.text(res)
+    if b.plot_file:
+        link = os.path.relpath(paths.ROOT / b.plot_file, (where or paths.ROOT / "x").parent)
+        text = f"![{name}]({link})\n\n" + text
+    return text
+
+
+def markdown_files() -> list[Path]:
+    found: list[Path] = []
+    for pattern in MARKDOWN_GLOBS:
+        found += sorted(paths.ROOT.glob(pattern))
+    return [p for p in found if ".work" not in p.parts]
+
+
+def header_problems() -> list[str]:
+    """What is wrong with the provenance of the committed results files."""
+    problems = []
+    old = results.legacy()
+    for path in sorted(results.RESULTS.rglob("*.json")):
+        rel = provenance.relative(path)
+        if ".work" in path.parts or results.is_legacy(path) or path.name == "summary.json":
+            continue  # summary.json: rendered from results files (z.py)
+        if rel in old:
+            problems.append(
+                f"{rel}: re-made by an experiment: remove it from {results.LEGACY_FILE.name}"
+            )
+        try:
+            head = records.read_result(path)["header"]
+        except UserError as e:
+            problems.append(f"{e} (no provenance header: re-make it with 'isthmus experiment run')")
+            continue
+        if not head["clean"]:
+            problems.append(f"{rel}: made from a dirty tree ({', '.join(head['dirty_files'][:3])})")
+        if head["quick"]:
+            problems.append(f"{rel}: made with --quick")
+        if not provenance.is_ancestor(head["revision"]):
+            problems.append(f"{rel}: revision {head['revision'][:12]} is not in this history")
+    for rel in old:
+        if not (paths.ROOT / rel).exists():
+            problems.append(
+                f"{results.LEGACY_FILE.name}: {rel} is listed but does not exist: remove it"
+            )
+    return problems
+
+
+def render(check: bool = False) -> list[str]:
+    """Rewrite (or, with check, compare) every block and plot; the problems found."""
+    problems = header_problems() if check else []
+    for md in markdown_files():
+        text = md.read_text()
+        where = provenance.relative(md)
+
+        def fill(m: re.Match[str], where: str = where, md: Path = md) -> str:
+            try:
+                body = render_block(m["name"], md)
+            except UserError as e:
+                problems.append(f"{where}: {e}")
+                return m.group(0)
+            if body != m["body"] and check:
+                problems.append(
+                    f"{where}: block {m['name']} differs from its JSON "
+                    "(run 'bin/isthmus experiment render')"
+                )
+            return m["open"] + body + m["close"]
+
+        # fenced code (an example of a block in the docs) is left alone
+        parts = FENCE.split(text)
+        new = "".join(p if k % 2 else BLOCK.sub(fill, p) for k, p in enumerate(parts))
+        if new != text and not check:
+            atomic.write_text(md, new)
+    for b in BLOCKS.values():
+        res = results.load_result(b.source)
+        if not (b.plot and res):
+            continue
+        out = paths.ROOT / b.plot_file
+        if check:
+            if not out.exists():
+                problems.append(f"{b.plot_file}: missing (run 'bin/isthmus experiment render')")
+        else:
+            b.plot(res, out)
+    p2p, zippers = results.load_result("zipper/p2p"), results.load_result("zipper/zippers")
+    colls = results.load_result("zipper/collectives")
+    if check:
+        want = json.dumps(z.summary(p2p, zippers, colls), indent=2) + "\n"
+        have = z.summary_file()
+        if not have.exists() or have.read_text() != want:
+            problems.append(f"{provenance.relative(have)}: differs from its experiments' JSON "
+                            "(run 'bin/isthmus experiment render')")  # fmt: skip
+    else:
+        z.write_summary(p2p, zippers, colls)
+    return problems
