@@ -59,8 +59,12 @@ static int delete_hier(MPI_Comm comm, int kv, void *value, void *extra);
 
 void ist_hier_settings(void)
 {
+    static const char *const modes[] = {"native", "isthmus"}, *const selections[] = {"model", "always"};
     char err[600] = "";
-    if (ist_coll_settings_parse(&settings, getenv("ISTHMUS_COLL_DISABLE"),
+    if (ist_coll_choice("ISTHMUS_COLL", getenv("ISTHMUS_COLL"), modes, 2, err, sizeof err) == 0 &&
+        ist_coll_choice("ISTHMUS_COLL_SELECT", getenv("ISTHMUS_COLL_SELECT"), selections, 2, err,
+                        sizeof err) == 0 &&
+        ist_coll_settings_parse(&settings, getenv("ISTHMUS_COLL_DISABLE"),
                                 getenv("ISTHMUS_COLL_ALGORITHM"), getenv("ISTHMUS_COLL_SEGMENT"),
                                 err, sizeof err) == 0)
         return;

@@ -134,3 +134,15 @@ int ist_coll_settings_parse(struct ist_coll_settings *s, const char *disable,
     if (each_item(s, algorithm, force_one, err, errlen) != 0) return -1;
     return each_item(s, segment, segment_one, err, errlen);
 }
+
+int ist_coll_choice(const char *var, const char *value, const char *const *choices, int n,
+                    char *err, size_t errlen)
+{
+    if (!value || !*value) return 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(value, choices[i]) == 0) return 0;
+    char known[256];
+    name_list(known, sizeof known, choices, 0, n, ~0u);
+    snprintf(err, errlen, "%s: unknown value '%s' (expected one of %s)", var, value, known);
+    return -1;
+}

@@ -23,6 +23,11 @@ struct ist_coll_settings {
     long segment[IST_COLL_COUNT]; /* bytes; 0: the default (IST_EAGER_SEGMENT, or bcast's optimizer) */
 };
 
+/* 0 when value (NULL or "": unset) is one of choices[0..n), else -1 with the error's line
+ * naming var and the accepted values (ISTHMUS_COLL, ISTHMUS_COLL_SELECT). */
+int ist_coll_choice(const char *var, const char *value, const char *const *choices, int n,
+                    char *err, size_t errlen);
+
 /* Fill s from the three variables' values (NULL or "": unset). 0, or -1 with the error's
  * line in err. */
 int ist_coll_settings_parse(struct ist_coll_settings *s, const char *disable,

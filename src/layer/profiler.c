@@ -93,6 +93,16 @@ static void record_to_all(enum ist_fn fn, uint64_t ticks, const struct ist_comm_
     unlock_stats();
 }
 
+/* A call counted as `block` bytes whose rank, unless it is the root, sends them to it. */
+static void record_to_root(enum ist_fn fn, uint64_t ticks, const struct ist_comm_info *ci,
+                           int root, uint64_t block)
+{
+    lock_stats();
+    add_call(fn, ticks, block);
+    if (ci->rank != root) add_traffic(IST_OUT_COLL_MSGS, ci->world[root], block);
+    unlock_stats();
+}
+
 /* A call that moves counts[i] elements (of types[i], or of type) between this rank and
  * each rank i, in the direction `msgs`; it counts as the total divided by `per`. */
 static void record_per_peer(enum ist_fn fn, uint64_t ticks, const struct ist_comm_info *ci,
@@ -211,12 +221,7 @@ void ist_rec_reduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type
                     MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (!ci) return;
-    uint64_t bytes = bytes_of(count, type);
-    lock_stats();
-    add_call(fn, ticks, bytes);
-    if (ci->rank != root) add_traffic(IST_OUT_COLL_MSGS, ci->world[root], bytes);
-    unlock_stats();
+    if (ci) record_to_root(fn, ticks, ci, root, bytes_of(count, type));
 }
 
 void ist_rec_allreduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type,
@@ -232,11 +237,8 @@ void ist_rec_gather(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype 
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
     int is_root = ci->rank == root;
-    uint64_t block = is_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
-    lock_stats();
-    add_call(fn, ticks, block);
-    if (!is_root) add_traffic(IST_OUT_COLL_MSGS, ci->world[root], block);
-    unlock_stats();
+    record_to_root(fn, ticks, ci, root,
+                   is_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype));
 }
 
 void ist_rec_gatherv(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
@@ -253,10 +255,7 @@ void ist_rec_gatherv(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype
     } else {
         block = bytes_of(sendcount, sendtype);
     }
-    lock_stats();
-    add_call(fn, ticks, block);
-    if (!is_root) add_traffic(IST_OUT_COLL_MSGS, ci->world[root], block);
-    unlock_stats();
+    record_to_root(fn, ticks, ci, root, block);
 }
 
 void ist_rec_scatter(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,

@@ -14,6 +14,7 @@
 #include "pio_layout.h"
 #include "pio_protocol.h"
 #include "pio_server.h"
+#include "units.h"
 
 struct pio_file {
     pio_ctx *ctx;
@@ -40,16 +41,19 @@ int pio_strategy_parse(const char *name)
 
 /* ---- settings ------------------------------------------------------------------------ */
 
-static int env_number(const char *var, int64_t min, int64_t max, int64_t *out)
+/* A whole number, or with size set, a size with units ("64KiB", src/layer/units.h). */
+static int env_number(const char *var, int size, int64_t min, int64_t max, int64_t *out)
 {
     const char *v = getenv(var);
     if (!v || !*v) return 0;
-    char *end;
+    char *end = NULL;
     errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || *end || x < min || x > max)
-        return pio_fail(PIO_EINVAL, "pio: %s=%s: expected a whole number from %lld to %lld", var, v,
-                        (long long)min, (long long)max);
+    long bytes = 0;
+    long long x = size ? (ist_parse_size(v, &bytes) == 0 ? bytes : -1) : strtoll(v, &end, 10);
+    if (errno || (end && *end) || x < min || x > max)
+        return pio_fail(PIO_EINVAL, "pio: %s=%s: expected %s from %lld to %lld", var, v,
+                        size ? "a size (such as 64KiB)" : "a whole number", (long long)min,
+                        (long long)max);
     *out = x;
     return 1;
 }
@@ -104,15 +108,17 @@ static int parse_servers(struct pio_ctx *c, const struct pio_options *o)
     return PIO_OK;
 }
 
-/* A setting: the caller's value when it gave one, else the environment's, else dflt. */
-static int setting(int64_t given, const char *var, int64_t min, int64_t max, int64_t dflt, int64_t *out)
+/* A setting: the caller's value when it gave one, else the environment's (a size with
+ * units when size is set), else dflt. */
+static int setting(int64_t given, const char *var, int size, int64_t min, int64_t max, int64_t dflt,
+                   int64_t *out)
 {
     *out = dflt;
     if (given) {
         *out = given;
         return PIO_OK;
     }
-    int rc = env_number(var, min, max, out);
+    int rc = env_number(var, size, min, max, out);
     return rc < 0 ? rc : PIO_OK;
 }
 
@@ -128,11 +134,11 @@ static int configure(struct pio_ctx *c, const struct pio_options *o)
         return pio_fail(PIO_EINVAL, "pio: directory %.64s...: too long", dir);
     strcpy(c->directory, dir);
     int64_t stripe, block, timeout, seed, window;
-    if ((rc = setting(o->stripe, "ISTHMUS_PIO_STRIPE", 1, 1 << 30, 65536, &stripe)) ||
-        (rc = setting(o->window, "ISTHMUS_PIO_WINDOW", 0, 1LL << 40, 0, &window)) ||
-        (rc = setting(o->block, "ISTHMUS_PIO_BLOCK", 1, 1 << 30, stripe, &block)) ||
-        (rc = setting(o->timeout > 0, "ISTHMUS_PIO_TIMEOUT", 1, 86400, 20, &timeout)) ||
-        (rc = setting(o->seed, "ISTHMUS_PIO_SEED", 0, 0xffffffffLL, 1, &seed)))
+    if ((rc = setting(o->stripe, "ISTHMUS_PIO_STRIPE", 1, 1, 1 << 30, 65536, &stripe)) ||
+        (rc = setting(o->window, "ISTHMUS_PIO_WINDOW", 1, 0, 1LL << 40, 0, &window)) ||
+        (rc = setting(o->block, "ISTHMUS_PIO_BLOCK", 1, 1, 1 << 30, stripe, &block)) ||
+        (rc = setting(o->timeout > 0, "ISTHMUS_PIO_TIMEOUT", 0, 1, 86400, 20, &timeout)) ||
+        (rc = setting(o->seed, "ISTHMUS_PIO_SEED", 0, 0, 0xffffffffLL, 1, &seed)))
         return rc;
     if (stripe < 1 || stripe > (1 << 30))
         return pio_fail(PIO_EINVAL, "pio: stripe %lld: expected 1 byte to 1 GiB", (long long)stripe);

@@ -98,6 +98,14 @@ int main(void)
     settings_case(NULL, "bcast:linear", NULL, "bcast: unknown algorithm 'linear' (expected one of native, pipelined, sequential, flat)", &s);
     settings_case(NULL, "bcast", NULL, "names no algorithm", &s);
     settings_case("allreduse", NULL, NULL, "ISTHMUS_COLL_DISABLE: unknown collective 'allreduse'", &s);
+    static const char *const modes[] = {"native", "isthmus"};
+    char err[300] = "";
+    expect(ist_coll_choice("ISTHMUS_COLL", "isthmus", modes, 2, err, sizeof err) == 0 &&
+               ist_coll_choice("ISTHMUS_COLL", NULL, modes, 2, err, sizeof err) == 0,
+           "ISTHMUS_COLL=isthmus, or unset");
+    expect(ist_coll_choice("ISTHMUS_COLL", "on", modes, 2, err, sizeof err) != 0 &&
+               strcmp(err, "ISTHMUS_COLL: unknown value 'on' (expected one of native, isthmus)") == 0,
+           "ISTHMUS_COLL=on: one line naming the accepted values");
     if (failures) return 1;
     printf("units and settings: all passed\n");
     return 0;

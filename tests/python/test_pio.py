@@ -65,8 +65,9 @@ def test_random_views_read_back_and_reopen_with_other_clients(
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
 def test_deep_windows_read_back(isthmus: Run, tmp_path: Path, mpi: str) -> None:
     """window-IOS with a window of up to 64 pieces: several pieces in flight to each server
-    (writes) and to each client (reads), pieces from 1 byte to 1 MiB."""
-    env = {"PIO_CHECK_STRATEGY": "window", "ISTHMUS_PIO_WINDOW": str(4 << 20)}
+    (writes) and to each client (reads), pieces from 1 byte to 1 MiB; the window given
+    with units, as every size setting may be."""
+    env = {"PIO_CHECK_STRATEGY": "window", "ISTHMUS_PIO_WINDOW": "4MiB"}  # a size with units
     rc, out, err = run_check(isthmus, mpi, tmp_path, "write", "33", "3", env=env)
     assert rc == 0, out + err[-3000:]
     assert "write, seed 33, 4 clients: 0 mismatches" in out
