@@ -114,7 +114,7 @@ static int parse_u64(const char *s, uint64_t *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end || v < 0) return -1;
+    if (end == s || *end || !isfinite(v) || v < 0 || v >= 1.8e19) return -1;
     *out = (uint64_t)v;
     return 0;
 }
@@ -123,7 +123,7 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end || v < lo || v > hi) return -1;
+    if (end == s || *end || !isfinite(v) || v < lo || v > hi) return -1;
     *out = v;
     return 0;
 }

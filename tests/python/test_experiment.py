@@ -94,7 +94,7 @@ def test_an_interrupted_run_resumes_from_its_steps(isthmus: Run, tmp_path: Path)
             'collectives = ["bcast"]\nmin_size = "lots"\n',
             "expected a size",
         ),
-        ('kind = "coll"\n[params\n', "not TOML"),
+        ('kind = "coll"\n[params\n', "not valid TOML"),
         ('extends = "collectives/nope"\n', "no experiment 'collectives/nope'"),
         ('extends = "test-bad/bad"\n', "extends = 'test-bad/bad': expected another"),
         (

@@ -77,7 +77,10 @@ BAD = [
         "wan.latency: expected a duration with a unit",
     ),
     (GOOD.replace('bandwidth = "1Gbit"', 'bandwidth = "fast"'), "wan.bandwidth: expected a rate"),
-    (GOOD.replace("hosts = 2", "hosts = 0", 1), "clusters.a.hosts: expected a whole number >= 1"),
+    (
+        GOOD.replace("hosts = 2", "hosts = 0", 1),
+        "clusters.a.hosts: expected a whole number from 1 to 65536",
+    ),
     (GOOD.replace("hosts = 2", 'hosts = "two"', 1), "clusters.a.hosts: expected a whole number"),
     (
         GOOD + "[layer]\ncollectives = 'magic'\n",

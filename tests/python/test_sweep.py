@@ -187,7 +187,7 @@ def test_bad_sweep_options_are_one_line_errors(
         ('platform = "x.toml"\n[[app]]\nname = "a"', "command: expected"),
         ('platform = "x.toml"\ntimeout = "soon"\n[[app]]\nname="a"\ncommand="b"', "timeout"),
         ('platform = "x.toml"\n[[app]]\nname="a"\ncommand={lam=["b"]}', "command.lam"),
-        ("platform = [", "not TOML"),
+        ("platform = [", "not valid TOML"),
         ('platform = "x.toml"\n[[app]]\nname="a"\ncommand="b"\nrepeat=true', "repeat: expected"),
         # per-app settings that only the loaded platform's checks catch
         (f"{APP_A}repeat = 0", "app a: repeat 0: expected 1 or more"),

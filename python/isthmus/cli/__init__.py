@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         rc: int = args.func(args)
         return rc
     except UserError as e:
-        print(f"isthmus: error: {e}", file=sys.stderr)
+        message = str(e).replace("\r", "\\r").replace("\n", "\\n")  # always one line
+        print(f"isthmus: error: {message}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         return 130

@@ -7,11 +7,13 @@ the key, the bad value and what is expected.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from isthmus import records
 from isthmus.config import collectives as coll_registry
 from isthmus.config.reader import Reader, parse_link
 from isthmus.config.topology import (
@@ -60,6 +62,11 @@ __all__ = [
 ]
 
 
+# Beyond these a platform is a typo: the emulator has addresses for about 130 000 hosts.
+MAX_HOSTS = 65536
+MAX_RANKS_PER_HOST = 4096
+
+
 def _name_ok(name: str) -> bool:
     return bool(name) and len(name) <= 32 and name.replace("-", "").replace("_", "").isalnum()
 
@@ -84,15 +91,19 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
     if not raw_clusters:
         raise r.fail("clusters", "expected at least one [clusters.NAME] table")
     clusters = []
+    lowered: dict[str, str] = {}
     for cname, value in raw_clusters.items():
         key = f"clusters.{cname}"
+        if cname.lower() in lowered:  # host names and namespaces ignore case
+            raise r.fail(key, f"the name of clusters.{lowered[cname.lower()]} but for case")
+        lowered[cname.lower()] = cname
         if not _name_ok(cname):
             raise r.fail(
                 key, "a cluster name is letters, digits, '-' and '_', at most 32 characters"
             )
         t = r.table(value, key, ("hosts", "ranks_per_host", "lan", "host_patterns", "uplink"))
         patterns = r.string_list(t, key, "host_patterns")
-        hosts = r.integer(t, key, "hosts", 0 if patterns else 1, 0 if patterns else 1)
+        hosts = r.integer(t, key, "hosts", 0 if patterns else 1, 0 if patterns else 1, MAX_HOSTS)
         lan_raw = t.get("lan", {})
         lan = r.link(lan_raw, f"{key}.lan", LinkModel(), extra=("emulate",))
         emulate = r.boolean(lan_raw, f"{key}.lan", "emulate", True)
@@ -101,7 +112,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
             Cluster(
                 cname,
                 hosts,
-                r.integer(t, key, "ranks_per_host", 1, 1),
+                r.integer(t, key, "ranks_per_host", 1, 1, MAX_RANKS_PER_HOST),
                 lan,
                 emulate,
                 patterns,
@@ -151,15 +162,19 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
             raise r.fail(key, "expected a name of letters, digits, '-', '_' that no cluster has")
         t = r.table(value, key, ("clusters", "hosts", "ranks_per_host", "link"))
         joined = r.string_list(t, key, "clusters")
-        if len(joined) < 2 or any(c not in names for c in joined):
-            raise r.fail(f"{key}.clusters", f"expected two or more of: {', '.join(names)}")
+        unknown = [c for c in joined if c not in names]
+        if len(joined) < 2 or unknown:
+            what = f"{unknown[0]!r} is no cluster; " if unknown else ""
+            raise r.fail(f"{key}.clusters", f"{what}expected two or more of: {', '.join(names)}")
         zlink = r.optional_link(t, key, "link")
         zippers.append(
             Zipper(
                 zname,
                 joined,
-                r.integer(t, key, "hosts", 1, 1),
-                r.integer(t, key, "ranks_per_host", 0, 0),  # the hosts forward; ranks: issue 20
+                r.integer(t, key, "hosts", 1, 1, MAX_HOSTS),
+                r.integer(
+                    t, key, "ranks_per_host", 0, 0, MAX_RANKS_PER_HOST
+                ),  # the hosts forward; ranks: issue 20
                 zlink,
             )
         )
@@ -301,18 +316,12 @@ def _segments(r: Reader, value: Any, reg: coll_registry.Registry) -> tuple[tuple
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Platform:
     """Read, override (KEY=VALUE strings, as given to --set) and check a platform file."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such platform file") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML: {e}") from None
+    raw = records.read_toml(path, "platform file")
     overrides = list(overrides)
     for setting in overrides:
         apply_override(raw, setting)
-    source = str(path) + (" (with --set " + ", ".join(overrides) + ")" if overrides else "")
+    shown = ", ".join(s.encode("unicode_escape").decode() for s in overrides)  # one line
+    source = str(path) + (f" (with --set {shown})" if overrides else "")
     return parse(raw, source, path)
 
 
@@ -330,6 +339,10 @@ def apply_override(raw: dict[str, Any], setting: str) -> None:
     key = key.strip()
     if not sep or not key:
         raise UserError(f"--set {setting!r}: expected KEY=VALUE, such as wan.latency=2ms")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*", key):
+        raise UserError(
+            f"--set {setting!r}: expected a KEY of names joined by dots, such as wan.latency"
+        )
     value = _parse_value(text.strip())
     parts = key.split(".")
     if parts[0] == "wan" and len(parts) == 2 and parts[1] in LINK_KEYS:

@@ -18,7 +18,9 @@ class Reader:
         self.source = source
 
     def fail(self, key: str, message: str) -> UserError:
-        return UserError(f"{self.source}: {key}: {message}")
+        # one line, whatever the file's keys and values hold
+        text = f"{self.source}: {key}: {message}"
+        return UserError(text.replace("\r", "\\r").replace("\n", "\\n"))
 
     def table(self, value: Any, key: str, allowed: Iterable[str]) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -43,11 +45,20 @@ class Reader:
             raise self.fail(f"{key}.{name}", str(e)) from None
 
     def integer(
-        self, table: dict[str, Any], key: str, name: str, default: int, minimum: int
+        self,
+        table: dict[str, Any],
+        key: str,
+        name: str,
+        default: int,
+        minimum: int,
+        maximum: int = 1 << 20,
     ) -> int:
         value = table.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(f"{key}.{name}", f"expected a whole number >= {minimum}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            raise self.fail(
+                f"{key}.{name}",
+                f"expected a whole number from {minimum} to {maximum}, got {value!r}",
+            )
         return value
 
     def number(

@@ -7,6 +7,7 @@ Rates:     "1Gbit", "100Mbit/s", "1MB/s", "10Gbps", "12.5MB/s" (bytes per second
 
 from __future__ import annotations
 
+import math
 import re
 
 _NUMBER = r"(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
@@ -31,14 +32,19 @@ class UnitError(ValueError):
 
 
 def _split(text: str | int | float, what: str, example: str) -> tuple[float, str]:
-    if isinstance(text, bool):
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
     if isinstance(text, int | float):
+        if not math.isfinite(text) or text < 0:
+            raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
         return float(text), ""
     m = re.fullmatch(_NUMBER + r"\s*(?P<unit>\S*)", text.strip())
     if not m:
         raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
-    return float(m.group("num")), m.group("unit")
+    value = float(m.group("num"))
+    if not math.isfinite(value):
+        raise UnitError(f"expected {what} such as {example!r}, got {text!r} (too large)")
+    return value, m.group("unit")
 
 
 def parse_duration(text: str | int | float) -> float:

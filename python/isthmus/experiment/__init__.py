@@ -33,7 +33,6 @@ import copy
 import importlib
 import shutil
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -117,10 +116,7 @@ def _read(name: str) -> tuple[Path, dict[str, Any]]:
             f"no experiment {name!r}: expected one of {', '.join(all_names())} "
             "('isthmus experiment list')"
         )
-    try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not TOML: {e}") from None
+    raw = records.read_toml(path, "experiment file")
     unknown = sorted(set(raw) - TOP_KEYS)
     if unknown:
         raise UserError(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from isthmus import records
 from isthmus.config.platform import LinkModel, Platform
 from isthmus.errors import UserError
 from isthmus.records import atomic, read_bench
@@ -116,10 +117,7 @@ def write(params: Params, path: Path) -> None:
 
 
 def read(path: Path) -> Params:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read P-LogP parameters ({e.strerror})") from None
+    text = records.read_text(path, "P-LogP parameter file")
     lines = [(n, ln.split("#", 1)[0].split()) for n, ln in enumerate(text.splitlines(), 1)]
     lines = [(n, w) for n, w in lines if w]
     if not lines or " ".join(lines[0][1]) != MAGIC:

@@ -1,4 +1,5 @@
-"""The one reader and writer of the project's JSON and JSON-lines files.
+"""The one reader and writer of the project's JSON and JSON-lines files, and the one
+reader of its text and TOML files (platform, sweep and experiment files).
 
 Every JSON file isthmus writes or reads goes through here: experiment results
 (`results/<area>/<name>.json`), benchmark output (JSON lines with a header record),
@@ -11,6 +12,7 @@ later. Writes are atomic: a reader sees the old file or the new one, never half 
 from __future__ import annotations
 
 import json
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -45,14 +47,36 @@ def check(data: Any, kind: str, where: str) -> None:
         raise UserError(f"{where}: not a valid {kind} file: at {at}: {err.message}")
 
 
-def read_json(path: Path, kind: str | None = None, what: str = "JSON file") -> Any:
-    """A JSON file's content; `kind` validates it against its schema."""
+def read_text(path: Path, what: str = "file") -> str:
+    """A text file's content: a missing, unreadable, directory or non-UTF-8 file is one
+    UserError naming the file and what was expected there."""
     try:
-        data = json.loads(path.read_text())
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"{path}: no such {what}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read: {e}") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: a directory, not a {what}") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (byte {e.start}): expected a {what}") from None
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file's tables (platform, sweep, experiment files): read_text's errors, and
+    TOML that does not parse, are one UserError."""
+    text = read_text(path, what)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML: {e}") from None
+
+
+def read_json(path: Path, kind: str | None = None, what: str = "JSON file") -> Any:
+    """A JSON file's content; `kind` validates it against its schema."""
+    text = read_text(path, what)
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(
             f"{path}: not JSON ({e.msg} at line {e.lineno}): expected a {what}"
@@ -73,9 +97,13 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines file; other lines (a program's chatter) are skipped."""
     out = []
     try:
-        text = path.read_text(errors="replace")
+        text = Path(path).read_text(errors="replace")  # a program's chatter may be any bytes
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: a directory, not a JSON-lines file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
     for n, line in enumerate(text.splitlines(), 1):
         if not line.startswith("{"):
             continue

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import itertools
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from isthmus import records
 from isthmus.config import paths
 from isthmus.config import platform as platform_mod
 from isthmus.config.platform import COLLECTIVES_MODES, Platform
@@ -207,12 +207,7 @@ def _whole(value: Any, where: str) -> int:
 
 def load_file(path: Path) -> Sweep:
     """A sweep file (TOML; docs/sweep.md). Relative paths are relative to the file."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not TOML ({e})") from None
+    raw = records.read_toml(path, "sweep file")
     known = {"platform", "set", "vary", "mpi", "coll", "repeat", "timeout", "baseline", "app"}
     app_keys = (
         "name",

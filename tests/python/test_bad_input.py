@@ -1,0 +1,232 @@
+"""Every bad input is one line that names what is wrong and what is expected, exit status
+2, no traceback, and nothing half-written: a table of malformed platform files, sweep
+files, --set settings, command-line options, profiles, benchmark records and results
+directories, each run through the real command line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conftest import PLATFORMS, Run
+
+BASE = (PLATFORMS / "two-clusters.toml").read_text()
+ZIPPER = (PLATFORMS / "zipper.toml").read_text()
+
+
+def _with(old: str, new: str, text: str = BASE) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+@dataclass
+class Case:
+    name: str
+    args: list[str]  # "{f}" is the case's input file, "{d}" its directory, "{o}" an output
+    expect: str  # a fragment of the one line
+    file: str | bytes | None = None  # the input file's content
+    suffix: str = ".toml"
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def platform(name: str, text: str | bytes, expect: str) -> Case:
+    return Case(f"platform: {name}", ["platform", "check", "{f}"], expect, text)
+
+
+def setting(name: str, value: str, expect: str) -> Case:
+    return Case(
+        f"--set {name}",
+        ["platform", "check", str(PLATFORMS / "two-clusters.toml"), "--set", value],
+        expect,
+    )
+
+
+def sweep(name: str, text: str | bytes, expect: str) -> Case:
+    return Case(f"sweep file: {name}", ["sweep", "{f}", "-o", "{o}"], expect, text)
+
+
+def profile(name: str, text: str | bytes, expect: str) -> Case:
+    return Case(f"profile: {name}", ["profile", "show", "{f}"], expect, text, ".json")
+
+
+def bench(name: str, text: str | bytes, expect: str) -> Case:
+    return Case(
+        f"bench records: {name}", ["model", "fit", "{f}", "-o", "{o}"], expect, text, ".jsonl"
+    )
+
+
+TWO = str(PLATFORMS / "two-clusters.toml")
+CASES = [
+    # ---- platform files -----------------------------------------------------------------
+    platform("empty file", "", "clusters"),
+    platform("not UTF-8", b'name = "x\xff"\n', "not UTF-8"),
+    platform("not TOML", "clusters = [", "not valid TOML"),
+    platform("duplicate cluster", BASE + "\n[clusters.east]\nhosts = 1\n", "not valid TOML"),
+    platform("list for a latency", _with('latency = "5ms"', "latency = [1, 2]"), "wan.latency"),
+    platform(
+        "table for a bandwidth",
+        _with('bandwidth = "100Mbit/s"', "bandwidth = {a = 1}"),
+        "wan.bandwidth",
+    ),
+    platform("number without unit", _with('latency = "5ms"', "latency = 5"), "wan.latency"),
+    platform("unknown time unit", _with('latency = "5ms"', 'latency = "5 parsecs"'), "time unit"),
+    platform(
+        "unknown rate unit",
+        _with('bandwidth = "100Mbit/s"', 'bandwidth = "100 furlongs"'),
+        "rate unit",
+    ),
+    platform("negative latency", _with('latency = "5ms"', 'latency = "-5ms"'), "wan.latency"),
+    platform("NaN latency", _with('latency = "5ms"', "latency = nan"), "wan.latency"),
+    platform("infinite latency", _with('latency = "5ms"', "latency = inf"), "wan.latency"),
+    platform("enormous latency", _with('latency = "5ms"', 'latency = "1e400s"'), "too large"),
+    platform(
+        "zero bandwidth string",
+        _with('bandwidth = "100Mbit/s"', 'bandwidth = "0bit/s"'),
+        "wan.bandwidth",
+    ),
+    platform("queue in seconds", _with('queue = "1MiB"', 'queue = "1ms"'), "wan.queue"),
+    platform("loss above 1", _with('queue = "1MiB"', 'queue = "1MiB"\nloss = 1.5'), "wan.loss"),
+    platform("no hosts", _with("hosts = 2", "hosts = 0"), "hosts"),
+    platform("hosts as text", _with("hosts = 2", 'hosts = "two"'), "hosts"),
+    platform("fractional hosts", _with("hosts = 2", "hosts = 2.5"), "hosts"),
+    platform(
+        "negative ranks per host",
+        _with("ranks_per_host = 1", "ranks_per_host = -1"),
+        "ranks_per_host",
+    ),
+    platform("enormous hosts", _with("hosts = 2", "hosts = 100000000"), "hosts"),
+    platform("unknown top key", BASE + "\ncolour = 1\n", "unknown key"),
+    platform("unknown cluster key", _with("hosts = 2", "hosts = 2\nflavour = 1"), "flavour"),
+    platform("clusters a list", _with("[clusters.east]", "[[clusters]]"), "clusters"),
+    platform(
+        "one cluster named twice by case", BASE + "\n[clusters.EAST]\nhosts = 1\n", "clusters"
+    ),
+    platform(
+        "cluster name with a space", _with("[clusters.west]", '[clusters."we st"]'), "clusters"
+    ),
+    platform(
+        "zipper naming an unknown cluster",
+        _with('clusters = ["left", "right"]', 'clusters = ["left", "nowhere"]', ZIPPER),
+        "nowhere",
+    ),
+    platform("mtu too small", _with('queue = "1MiB"', 'queue = "1MiB"\nmtu = 100'), "mtu"),
+    platform("placement unknown", BASE + '\n[layer]\nplacement = "random"\n', "layer.placement"),
+    platform(
+        "collectives mode unknown", BASE + '\n[layer]\ncollectives = "fast"\n', "layer.collectives"
+    ),
+    platform(
+        "collective algorithm unknown",
+        BASE + '\n[collectives.algorithm]\nbcast = "ring"\n',
+        "unknown algorithm 'ring'",
+    ),
+    platform(
+        "segment for barrier",
+        BASE + '\n[collectives.segment]\nbarrier = "4KiB"\n',
+        "barrier takes no segment",
+    ),
+    platform(
+        "segment banana", BASE + '\n[collectives]\nsegment = "banana"\n', "collectives.segment"
+    ),
+    platform("params file missing", BASE + '\n[collectives]\nparams = ""\n', "collectives.params"),
+    Case("platform: missing file", ["platform", "check", "{d}/nope.toml"], "no such platform file"),
+    Case("platform: a directory", ["platform", "show", "{d}"], "a directory"),
+    # ---- --set KEY=VALUE ----------------------------------------------------------------
+    setting("without =", "wan.latency", "expected KEY=VALUE"),
+    setting("empty key", "=5ms", "expected KEY=VALUE"),
+    setting("newline in key", "wan\n.latency=5ms", "names joined by dots"),
+    setting("bad duration", "wan.latency=fast", "wan.latency"),
+    setting("into a value", "name.sub=1", "is a value, not a table"),
+    setting("list index out of range", "zippers.7.hosts=1", "clusters"),
+    setting("unknown key", "wan.colour=red", "wan.colour"),
+    setting("hosts zero", "clusters.east.hosts=0", "hosts"),
+    # ---- command-line options -----------------------------------------------------------
+    Case(
+        "run: bad timeout", ["run", "-p", TWO, "--timeout", "soon", "--", "/bin/true"], "--timeout"
+    ),
+    Case(
+        "run: negative timeout",
+        ["run", "-p", TWO, "--timeout", "-5s", "--", "/bin/true"],
+        "--timeout",
+    ),
+    Case("run: zero ranks", ["run", "-p", TWO, "-n", "0", "--", "/bin/true"], "-n"),
+    Case(
+        "run: more ranks than the platform has",
+        ["run", "-p", TWO, "-n", "100", "--", "/bin/true"],
+        "-n 100",
+    ),
+    Case("run: no program", ["run", "-p", TWO], "application"),
+    Case("run: unknown MPI", ["run", "-p", TWO, "--mpi", "lam", "--", "/bin/true"], "--mpi"),
+    Case("bench: unknown benchmark", ["bench", "pingpang", "-p", TWO], "pingpang"),
+    Case("coll explain: bad size", ["coll", "explain", "-p", TWO, "bcast", "lots"], "lots"),
+    Case("coll explain: unknown collective", ["coll", "explain", "-p", TWO, "bcst", "8"], "bcst"),
+    Case("coll info: unknown collective", ["coll", "info", "ring"], "unknown collective"),
+    Case("model predict: bad size", ["model", "predict", "-p", TWO, "-M", "-3"], "-M"),
+    Case("experiment: unknown", ["experiment", "run", "no/such"], "no experiment"),
+    Case("report: not a sweep directory", ["report", "{d}"], "not a sweep's directory"),
+    Case(
+        "sweep: vary without values",
+        ["sweep", "-p", TWO, "--vary", "wan.latency=", "-o", "{o}", "--", "/bin/true"],
+        "--vary",
+    ),
+    Case(
+        "sweep: repeat zero",
+        ["sweep", "-p", TWO, "--repeat", "0", "-o", "{o}", "--", "/bin/true"],
+        "repeat 0",
+    ),
+    # ---- sweep files --------------------------------------------------------------------
+    sweep("not UTF-8", b'platform = "\xfe"\n', "not UTF-8"),
+    sweep("not TOML", "platform = [", "not valid TOML"),
+    sweep("platform missing", '[[app]]\nname = "x"\ncommand = ["/bin/true"]\n', "platform"),
+    sweep(
+        "repeat negative",
+        f'platform = "{TWO}"\nrepeat = -1\n[[app]]\nname = "x"\ncommand = ["/bin/true"]\n',
+        "repeat",
+    ),
+    sweep(
+        "vary a number",
+        f'platform = "{TWO}"\nvary = 5\n[[app]]\nname = "x"\ncommand = ["/bin/true"]\n',
+        "vary",
+    ),
+    # ---- profiles -----------------------------------------------------------------------
+    profile("empty", "", "not JSON"),
+    profile("truncated", '{"schema": "isthmus-profile", "version": 1, "ranks"', "not JSON"),
+    profile("not UTF-8", b'{"x": "\xff"}', "not UTF-8"),
+    profile("a list", "[1, 2, 3]", "profile"),
+    profile("wrong schema version", '{"schema": "isthmus-profile", "version": 99}', "profile"),
+    Case("profile: missing", ["profile", "show", "{d}/nope.json"], "no such"),
+    Case("profile: a directory", ["profile", "show", "{d}"], "a directory"),
+    # ---- benchmark records (JSON lines) -------------------------------------------------
+    bench("empty file", "", "header"),
+    bench("no header", '{"record": "logp", "bytes": 8}\n', "header"),
+    bench("broken record", '{"record": "header"}\n{"record": \n', "not a JSON record"),
+    Case("model fit: missing file", ["model", "fit", "{d}/missing.jsonl", "-o", "{o}"], "no such"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_is_one_line(isthmus: Run, tmp_path: Path, case: Case) -> None:
+    f = tmp_path / f"input{case.suffix}"
+    if case.file is not None:
+        if isinstance(case.file, bytes):
+            f.write_bytes(case.file)
+        else:
+            f.write_text(case.file)
+    out = tmp_path / "out" / "result.txt"
+    args = [
+        a.replace("{f}", str(f)).replace("{d}", str(tmp_path)).replace("{o}", str(out))
+        for a in case.args
+    ]
+    done = isthmus(*args, timeout=120)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-1500:])
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
+    assert len(lines) == 1, done.stderr
+    assert case.expect in lines[0], lines[0]
+    assert not out.exists(), "an output was written although the input was refused"
+    assert not list(tmp_path.rglob("*.tmp*")), "a half-written file was left"
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(CASES) >= 60
