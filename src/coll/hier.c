@@ -57,23 +57,16 @@ static struct cached *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static int delete_hier(MPI_Comm comm, int kv, void *value, void *extra);
 
-void ist_hier_settings(void)
+int ist_hier_settings(char *err, size_t errlen)
 {
     static const char *const modes[] = {"native", "isthmus"}, *const selections[] = {"model", "always"};
-    char err[600] = "";
-    if (ist_coll_choice("ISTHMUS_COLL", getenv("ISTHMUS_COLL"), modes, 2, err, sizeof err) == 0 &&
+    if (ist_coll_choice("ISTHMUS_COLL", getenv("ISTHMUS_COLL"), modes, 2, err, errlen) != 0 ||
         ist_coll_choice("ISTHMUS_COLL_SELECT", getenv("ISTHMUS_COLL_SELECT"), selections, 2, err,
-                        sizeof err) == 0 &&
-        ist_coll_settings_parse(&settings, getenv("ISTHMUS_COLL_DISABLE"),
-                                getenv("ISTHMUS_COLL_ALGORITHM"), getenv("ISTHMUS_COLL_SEGMENT"),
-                                err, sizeof err) == 0)
-        return;
-    /* every rank has the same environment and stops here: rank 0 says why */
-    int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) fprintf(stderr, "isthmus: %s\n", err);
-    PMPI_Finalize();
-    exit(2);
+                        errlen) != 0)
+        return -1;
+    return ist_coll_settings_parse(&settings, getenv("ISTHMUS_COLL_DISABLE"),
+                                   getenv("ISTHMUS_COLL_ALGORITHM"), getenv("ISTHMUS_COLL_SEGMENT"),
+                                   err, errlen);
 }
 
 /* Built-in parameters when no file is given: a Gigabit LAN and a 10 ms, 100 Mbit/s WAN. */

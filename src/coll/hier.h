@@ -89,9 +89,9 @@ struct ist_hier {
 extern int ist_hier_enabled;
 extern _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
 
-/* Read ISTHMUS_COLL_DISABLE, _ALGORITHM and _SEGMENT (settings.h); on a bad value rank
- * 0 prints the one-line error and every rank ends with exit status 2. First at MPI_Init. */
-void ist_hier_settings(void);
+/* Read ISTHMUS_COLL, _SELECT, _DISABLE, _ALGORITHM and _SEGMENT (settings.h): 0, or -1
+ * with the one-line error in err (the layer then ends the run). First at MPI_Init. */
+int ist_hier_settings(char *err, size_t errlen);
 void ist_hier_init(void);
 void ist_hier_finalize(void);
 

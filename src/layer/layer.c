@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "layer.h"
+#include "env_check.h"
 #include "hier.h"
 #include "profiler.h"
 #include "topology.h"
@@ -33,11 +34,24 @@ double ist_clock_rate(struct ist_clock_ref start, uint64_t min_ns)
     return (double)(now.ticks - start.ticks) * 1e9 / (double)(now.ns - start.ns);
 }
 
+/* A bad setting in the environment ends the run before anything starts: rank 0 says why
+ * (the same line reaches the user once, not once per rank), every rank exits with 2. */
+static void check_settings(void)
+{
+    char err[600] = "";
+    if (ist_env_check(err, sizeof err) == 0 && ist_hier_settings(err, sizeof err) == 0) return;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) fprintf(stderr, "isthmus: %s\n", err);
+    PMPI_Finalize();
+    exit(2);
+}
+
 void ist_layer_init(int provided)
 {
     if (initialized) return;
     initialized = 1;
-    ist_hier_settings(); /* a bad collectives setting ends the run here, before anything starts */
+    check_settings();
     ist_sleep_wait_init();
     run_start = ist_clock_now();
     /* Zipper forwarding (src/zip): one world over the sites' jobs, set up first so that

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env_check.h"
 #include "settings.h"
 #include "units.h"
 
@@ -106,6 +107,22 @@ int main(void)
     expect(ist_coll_choice("ISTHMUS_COLL", "on", modes, 2, err, sizeof err) != 0 &&
                strcmp(err, "ISTHMUS_COLL: unknown value 'on' (expected one of native, isthmus)") == 0,
            "ISTHMUS_COLL=on: one line naming the accepted values");
+    /* the layer's own variables (env_check.c) */
+    expect(ist_env_check_values("east:2,west:2", "sleep", "1", err, sizeof err) == 0 &&
+               ist_env_check_values(NULL, NULL, NULL, err, sizeof err) == 0,
+           "well-formed ISTHMUS_CLUSTERS, ISTHMUS_WAIT, ISTHMUS_ZIP_SITE");
+    expect(ist_env_check_values("east:x,west:2", NULL, NULL, err, sizeof err) != 0 &&
+               strstr(err, "ISTHMUS_CLUSTERS=east:x,west:2: 'east:x' is not NAME:RANKS") == err,
+           "ISTHMUS_CLUSTERS with a count that is no number");
+    expect(ist_env_check_values("east:0", NULL, NULL, err, sizeof err) != 0, "a cluster of 0 ranks");
+    expect(ist_env_check_values(":2", NULL, NULL, err, sizeof err) != 0, "a cluster without a name");
+    expect(ist_env_check_values("east", NULL, NULL, err, sizeof err) != 0, "a cluster without ranks");
+    expect(ist_env_check_values(NULL, "nap", NULL, err, sizeof err) != 0 &&
+               strcmp(err, "ISTHMUS_WAIT=nap: unknown waiting mode (expected spin or sleep)") == 0,
+           "ISTHMUS_WAIT=nap");
+    expect(ist_env_check_values(NULL, NULL, "-1", err, sizeof err) != 0 &&
+               ist_env_check_values(NULL, NULL, "1x", err, sizeof err) != 0,
+           "ISTHMUS_ZIP_SITE must be a site number");
     if (failures) return 1;
     printf("units and settings: all passed\n");
     return 0;

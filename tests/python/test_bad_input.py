@@ -5,6 +5,7 @@ directories, each run through the real command line."""
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -230,3 +231,28 @@ def test_bad_input_is_one_line(isthmus: Run, tmp_path: Path, case: Case) -> None
 
 def test_the_table_is_large_enough() -> None:
     assert len(CASES) >= 60
+
+
+# The environment libisthmus reads, set by hand (as on real sites, without isthmus run):
+# checked at MPI_Init, one line from rank 0, and a non-zero status for the job.
+LAYER_ENV = [
+    ("ISTHMUS_CLUSTERS", "east:x,west:2", "ISTHMUS_CLUSTERS=east:x,west:2: 'east:x' is not"),
+    ("ISTHMUS_WAIT", "nap", "ISTHMUS_WAIT=nap: unknown waiting mode (expected spin or sleep)"),
+    ("ISTHMUS_COLL", "on", "ISTHMUS_COLL: unknown value 'on' (expected one of native, isthmus)"),
+    ("ISTHMUS_COLL_SEGMENT", "16Ki", "ISTHMUS_COLL_SEGMENT: '16Ki' is not a positive size"),
+]
+
+
+@pytest.mark.parametrize(("var", "value", "line"), LAYER_ENV, ids=[v[0] for v in LAYER_ENV])
+def test_bad_layer_environment_stops_the_job_once(var: str, value: str, line: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    app = root / "build" / "bin" / "openmpi" / "allreduce_loop"
+    layer = root / "build" / "lib" / "openmpi" / "libisthmus.so"
+    done = subprocess.run(
+        ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+         "-x", f"LD_PRELOAD={layer}", "-x", f"{var}={value}", str(app), "1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0, done.stderr
+    assert (done.stdout + done.stderr).count(line) == 1, done.stderr
+    assert "Traceback" not in done.stderr
