@@ -52,6 +52,11 @@ def emulation_environment(impl: MpiImplementation) -> dict[str, str]:
         "UCX_TLS": "tcp,self",  # UCX's shared memory ignores namespaces
         "UCX_NET_DEVICES": "ist0",
         "MPIR_CVAR_NOLOCAL": "1",
+        # UCX catches SIGSEGV and the like to print a backtrace while the rank lives on,
+        # seconds under load: its peers then time out in MPI_Finalize first and the job's
+        # status named them, not the rank that crashed. Without its handlers a rank killed
+        # by a signal dies at once (the user's own setting wins).
+        "UCX_ERROR_SIGNALS": os.environ.get("UCX_ERROR_SIGNALS", ""),
     }
 
 
