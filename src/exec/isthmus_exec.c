@@ -7,14 +7,17 @@
  *
  * With $ISTHMUS_STATUS_DIR set it stays as the rank's parent: it passes on the signals a
  * launcher sends, and writes how the rank ended to $ISTHMUS_STATUS_DIR/rank-N
- * ("exit CODE NS" or "signal SIG NS", NS a CLOCK_MONOTONIC time). Launchers report the
+ * ("exit CODE NS HOST" or "signal SIG NS HOST", NS a CLOCK_MONOTONIC time). Launchers report the
  * job's status differently (MPICH's Hydra returns the signal it killed the other ranks
  * with), so `isthmus run` takes the earliest failure from these files instead. The
  * program gets SIGKILL if isthmus-exec dies, so a rank never outlives it.
  *
  * Under emulation $ISTHMUS_NETNS lists the network namespace of every world rank's host,
  * comma-separated, and isthmus-exec first moves into its rank's (needs CAP_SYS_ADMIN) and
- * names it in $ISTHMUS_HOST. */
+ * names it in $ISTHMUS_HOST.
+ *
+ * A variable it cannot use stops it before the program starts, with one line naming the
+ * variable, its value and what was expected, and status 2 (as isthmus's own bad input). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -68,7 +72,7 @@ static int enter_namespace(const char *list)
     char *end;
     long r = strtol(rank, &end, 10);
     if (*end || r < 0) {
-        fprintf(stderr, "isthmus-exec: no rank number from the launcher (OMPI_COMM_WORLD_RANK, PMI_RANK)\n");
+        fprintf(stderr, "isthmus-exec: rank '%s' from the launcher is not a number (expected OMPI_COMM_WORLD_RANK, PMI_RANK or PMIX_RANK)\n", rank);
         return -1;
     }
     const char *p = list;
@@ -77,15 +81,20 @@ static int enter_namespace(const char *list)
         if (p) p++;
     }
     if (!p || !*p) {
-        fprintf(stderr, "isthmus-exec: rank %ld has no namespace in ISTHMUS_NETNS\n", r);
+        fprintf(stderr, "isthmus-exec: ISTHMUS_NETNS has no namespace for rank %ld (expected one name per rank, comma-separated)\n", r);
         return -1;
     }
     char path[512];
     size_t len = strcspn(p, ",");
+    if (len == 0 || memchr(p, '/', len)) {
+        fprintf(stderr, "isthmus-exec: ISTHMUS_NETNS: entry %ld is '%.*s' (expected a namespace name)\n", r, (int)(len < 200 ? len : 200), p);
+        return -1;
+    }
     snprintf(path, sizeof path, "/var/run/netns/%.*s", (int)(len < 400 ? len : 400), p);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-        fprintf(stderr, "isthmus-exec: cannot enter %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "isthmus-exec: ISTHMUS_NETNS: cannot enter %.*s (rank %ld): %s (expected a namespace in /var/run/netns)\n",
+                (int)(len < 200 ? len : 200), p, r, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -98,6 +107,45 @@ static int enter_namespace(const char *list)
     return 0;
 }
 
+/* Why PATH cannot serve (NULL if it can): a directory isthmus-exec may write, or a
+ * readable regular file. */
+static const char *path_problem(const char *path, int want_dir)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return strerror(errno);
+    if (want_dir && !S_ISDIR(st.st_mode)) return "not a directory";
+    if (!want_dir && !S_ISREG(st.st_mode)) return "not a regular file";
+    if (access(path, want_dir ? W_OK | X_OK : R_OK) != 0) return strerror(errno);
+    return NULL;
+}
+
+/* 0 when ISTHMUS_STATUS_DIR and every library of ISTHMUS_PRELOAD (a list like LD_PRELOAD's,
+ * ':' or ' ' between entries) can serve; otherwise one line naming what and -1. */
+static int check_paths(void)
+{
+    const char *dir = getenv("ISTHMUS_STATUS_DIR");
+    const char *problem = dir && *dir ? path_problem(dir, 1) : NULL;
+    if (problem) {
+        fprintf(stderr, "isthmus-exec: ISTHMUS_STATUS_DIR=%s: %s (expected a directory isthmus-exec may write)\n", dir, problem);
+        return -1;
+    }
+    const char *libs = getenv("ISTHMUS_PRELOAD");
+    for (const char *p = libs ? libs : ""; *p;) {
+        size_t len = strcspn(p, ": ");
+        if (len > 0) {
+            char lib[4096];
+            snprintf(lib, sizeof lib, "%.*s", (int)(len < sizeof lib - 1 ? len : sizeof lib - 1), p);
+            if ((problem = path_problem(lib, 0)) != NULL) {
+                fprintf(stderr, "isthmus-exec: ISTHMUS_PRELOAD=%s: %s: %s (expected readable libraries, like LD_PRELOAD's)\n", libs, lib, problem);
+                return -1;
+            }
+        }
+        p += len;
+        if (*p) p++;
+    }
+    return 0;
+}
+
 static void write_status(const char *dir, int wstatus)
 {
     char path[4096];
@@ -107,8 +155,15 @@ static void write_status(const char *dir, int wstatus)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-    if (WIFSIGNALED(wstatus)) fprintf(f, "signal %d %lld\n", WTERMSIG(wstatus), ns);
-    else fprintf(f, "exit %d %lld\n", WEXITSTATUS(wstatus), ns);
+    /* The host, for the message naming the rank that failed: the namespace under
+     * emulation, the machine's name otherwise. */
+    char host[256] = "";
+    const char *h = getenv("ISTHMUS_HOST");
+    if (h && *h) snprintf(host, sizeof host, "%s", h);
+    else if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
+    host[strcspn(host, " \t\n")] = '\0';
+    if (WIFSIGNALED(wstatus)) fprintf(f, "signal %d %lld %s\n", WTERMSIG(wstatus), ns, host);
+    else fprintf(f, "exit %d %lld %s\n", WEXITSTATUS(wstatus), ns, host);
     fclose(f);
 }
 
@@ -160,8 +215,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: isthmus-exec PROGRAM [ARGS...]\n");
         return 2;
     }
+    if (check_paths() != 0) return 2;
     const char *netns = getenv("ISTHMUS_NETNS");
-    if (netns && *netns && enter_namespace(netns) != 0) return 127;
+    if (netns && *netns && enter_namespace(netns) != 0) return 2;
     const char *lib = getenv("ISTHMUS_PRELOAD");
     if (lib && *lib) {
         if (prepend_preload(lib) != 0) {

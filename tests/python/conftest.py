@@ -28,6 +28,13 @@ LANGUAGES = {
 }
 # Run a command as an unprivileged user.
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+# Root of the machine, not root of a user namespace (test_net_rootless.py runs test_net.py
+# in one): only the machine's root may change users, nice levels or /dev/net/tun.
+MACHINE_ROOT = os.geteuid() == 0 and Path("/proc/self/uid_map").read_text().split() == [
+    "0",
+    "0",
+    "4294967295",
+]
 HELPERS = {
     "exitcode": "exitcode.c",
     "sleeper": "sleeper.c",

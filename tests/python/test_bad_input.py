@@ -30,6 +30,7 @@ class Case:
     file: str | bytes | None = None  # the input file's content
     suffix: str = ".toml"
     env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str | bytes] = field(default_factory=dict)  # more, under "{d}"
 
 
 def platform(name: str, text: str | bytes, expect: str) -> Case:
@@ -50,6 +51,17 @@ def sweep(name: str, text: str | bytes, expect: str) -> Case:
 
 def profile(name: str, text: str | bytes, expect: str) -> Case:
     return Case(f"profile: {name}", ["profile", "show", "{f}"], expect, text, ".json")
+
+
+SWEEP_JSON = (
+    '{"platform": "p.toml", "apps": [{"name": "a"}], "vary": [], "mpis": ["openmpi"], '
+    '"colls": ["native"], "repeat": 1}'
+)
+
+
+def report(name: str, sweep: str, results: str | bytes, expect: str) -> Case:
+    files = {"sweep/sweep.json": sweep, "sweep/results.json": results}
+    return Case(f"report: {name}", ["report", "{d}/sweep"], expect, files=files)
 
 
 def bench(name: str, text: str | bytes, expect: str) -> Case:
@@ -198,6 +210,20 @@ CASES = [
     profile("wrong schema version", '{"schema": "isthmus-profile", "version": 99}', "profile"),
     Case("profile: missing", ["profile", "show", "{d}/nope.json"], "no such"),
     Case("profile: a directory", ["profile", "show", "{d}"], "a directory"),
+    # ---- a sweep's directory given to `report` --------------------------------------------
+    report("sweep.json truncated", '{"platform": ', "", "not JSON"),
+    report("sweep.json a list", "[1]", "", "not a valid sweep file"),
+    report("sweep.json repeat 0", SWEEP_JSON.replace('"repeat": 1', '"repeat": 0'), "", "repeat"),
+    report("sweep.json without apps", SWEEP_JSON.replace('"apps"', '"programs"'), "", "'apps'"),
+    report("results.json a table", SWEEP_JSON, '{"id": "a"}', "not a list of points"),
+    report(
+        "results.json point without status",
+        SWEEP_JSON,
+        '[{"id": "a", "command": []}]',
+        "point 0: not a valid sweep-point file",
+    ),
+    report("results.json not UTF-8", SWEEP_JSON, b'[{"id": "\xff"}]', "not UTF-8"),
+    report("results.json empty", SWEEP_JSON, "[]", "no finished points yet"),
     # ---- benchmark records (JSON lines) -------------------------------------------------
     bench("empty file", "", "header"),
     bench("no header", '{"record": "logp", "bytes": 8}\n', "header"),
@@ -214,6 +240,11 @@ def test_bad_input_is_one_line(isthmus: Run, tmp_path: Path, case: Case) -> None
             f.write_bytes(case.file)
         else:
             f.write_text(case.file)
+    for rel, content in case.files.items():
+        extra = tmp_path / rel
+        extra.parent.mkdir(parents=True, exist_ok=True)
+        extra.write_bytes(content if isinstance(content, bytes) else content.encode())
+    before = set(tmp_path.rglob("*"))
     out = tmp_path / "out" / "result.txt"
     args = [
         a.replace("{f}", str(f)).replace("{d}", str(tmp_path)).replace("{o}", str(out))
@@ -227,6 +258,7 @@ def test_bad_input_is_one_line(isthmus: Run, tmp_path: Path, case: Case) -> None
     assert case.expect in lines[0], lines[0]
     assert not out.exists(), "an output was written although the input was refused"
     assert not list(tmp_path.rglob("*.tmp*")), "a half-written file was left"
+    assert set(tmp_path.rglob("*")) == before, "the refused command wrote something"
 
 
 def test_the_table_is_large_enough() -> None:
@@ -256,3 +288,87 @@ def test_bad_layer_environment_stops_the_job_once(var: str, value: str, line: st
     assert done.returncode != 0, done.stderr
     assert (done.stdout + done.stderr).count(line) == 1, done.stderr
     assert "Traceback" not in done.stderr
+
+
+# Experiment files, checked the same way; the experiments folder is swapped for a temporary
+# one in-process (the command line always reads the repository's).
+EXPERIMENT_FILES = [
+    ("not UTF-8", b'kind = "\xfe"\n', "not UTF-8"),
+    ("not TOML", 'kind = "bench', "not valid TOML"),
+    ("unknown key", 'kind = "bench"\nrepeats = 3\n', "unknown key 'repeats'"),
+    ("unknown kind", 'kind = "magic"\n', "kind = 'magic': expected one of"),
+    ("quick a number", 'kind = "bench"\nquick = 3\n', "quick = 3: expected a table"),
+    ("quick.params a list", 'kind = "bench"\nquick = { params = [1] }\n', "quick.params"),
+    ("quick unknown key", 'kind = "bench"\nquick = { reps = 1 }\n', "quick.reps"),
+    ("minutes a string", 'kind = "bench"\nminutes = "ten"\n', "minutes = 'ten'"),
+    ("minutes negative", 'kind = "bench"\nminutes = -1\n', "minutes = -1"),
+    ("minutes NaN", 'kind = "bench"\nminutes = nan\n', "minutes = nan"),
+    ("params a number", 'kind = "bench"\nparams = 5\n', "params = 5: expected a table"),
+    ("repetitions zero", 'kind = "bench"\nrepetitions = 0\n', "repetitions = 0"),
+    ("repetitions true", 'kind = "bench"\nrepetitions = true\n', "repetitions = True"),
+    ("mpis a string", 'kind = "bench"\nmpis = "openmpi"\n', "mpis = 'openmpi'"),
+    ("mpis unknown", 'kind = "bench"\nmpis = ["lam"]\n', "mpis = ['lam']"),
+    ("extends missing", 'extends = "area/none"\n', "no experiment 'area/none'"),
+    ("extends itself", 'extends = "area/x"\n', "extends = 'area/x'"),
+    ("title a table", 'kind = "bench"\ntitle = { a = 1 }\n', "title = {'a': 1}"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expect"), [c[1:] for c in EXPERIMENT_FILES], ids=[c[0] for c in EXPERIMENT_FILES]
+)
+def test_bad_experiment_file_is_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    text: str | bytes,
+    expect: str,
+) -> None:
+    from isthmus import cli, experiment
+
+    (tmp_path / "area").mkdir()
+    f = tmp_path / "area" / "x.toml"
+    f.write_bytes(text if isinstance(text, bytes) else text.encode())
+    monkeypatch.setattr(experiment, "EXPERIMENTS", tmp_path)
+    assert cli.main(["experiment", "list"]) == 2
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and expect in lines[0], err
+    assert str(f) in lines[0] or "no experiment" in lines[0], lines[0]
+
+
+# The environment isthmus-exec reads (isthmus run sets it; a site's own launcher may too).
+EXEC_ENV = [
+    ({"ISTHMUS_PRELOAD": "{d}/none.so"}, "ISTHMUS_PRELOAD={d}/none.so: {d}/none.so: No such file"),
+    ({"ISTHMUS_PRELOAD": "{d}"}, "ISTHMUS_PRELOAD={d}: {d}: not a regular file"),
+    (
+        {"ISTHMUS_PRELOAD": "{d}/file:{d}/no.so"},
+        "ISTHMUS_PRELOAD={d}/file:{d}/no.so: {d}/no.so: No",
+    ),
+    ({"ISTHMUS_STATUS_DIR": "{d}/none"}, "ISTHMUS_STATUS_DIR={d}/none: No such file"),
+    ({"ISTHMUS_STATUS_DIR": "{d}/file"}, "ISTHMUS_STATUS_DIR={d}/file: not a directory"),
+    ({"ISTHMUS_NETNS": "a,b"}, "ISTHMUS_NETNS has no namespace for rank 5"),
+    ({"ISTHMUS_NETNS": "a,b,c,d,e,,f"}, "ISTHMUS_NETNS: entry 5 is ''"),
+    ({"ISTHMUS_NETNS": "a,b,c,d,e,ist-none"}, "ISTHMUS_NETNS: cannot enter ist-none (rank 5)"),
+    ({"ISTHMUS_NETNS": "a,b,c,d,e,"}, "ISTHMUS_NETNS has no namespace for rank 5"),
+    ({"ISTHMUS_NETNS": "a,b,c,d,e,../x"}, "ISTHMUS_NETNS: entry 5 is '../x'"),
+    ({"ISTHMUS_NETNS": "a", "PMI_RANK": "x"}, "rank 'x' from the launcher is not a number"),
+]
+
+
+@pytest.mark.parametrize(("env", "line"), EXEC_ENV, ids=[e[1][:40] for e in EXEC_ENV])
+def test_bad_exec_environment_is_one_line(tmp_path: Path, env: dict[str, str], line: str) -> None:
+    exec_wrapper = Path(__file__).resolve().parents[2] / "build" / "bin" / "isthmus-exec"
+    (tmp_path / "file").write_text("")
+    given = {k: v.replace("{d}", str(tmp_path)) for k, v in env.items()}
+    done = subprocess.run(
+        [str(exec_wrapper), "/bin/echo", "started"],
+        env={"PATH": "/usr/bin:/bin", "PMI_RANK": "5", **given},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "", "the program started"
+    assert done.stderr.splitlines() == [done.stderr.strip()]
+    assert line.replace("{d}", str(tmp_path)) in done.stderr, done.stderr

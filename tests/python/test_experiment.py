@@ -5,6 +5,7 @@ files and a dirty checkout are one-line errors; the committed results pass the c
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -38,6 +39,9 @@ def test_every_experiment_runs_quick_and_renders(
     assert set(head["mpi"]) == set(exp.mpis)
     assert all(len(v) == 64 for v in head["platforms"].values())
     assert not (tmp_path / ".work" / f"{name}-quick").exists()  # the steps are folded in
+    if name == "net/selftest":  # every figure of the network's self-test, against its target
+        assert {r["kind"] for r in data["rows"]} == {"delay", "loss", "mtu", "rate"}
+        assert not [n for n in os.listdir("/var/run/netns") if n.startswith("ist-self")]
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     for block_name, block in render.BLOCKS.items():
         if block.source == name:

@@ -18,13 +18,17 @@ from typing import Any
 
 import pytest
 
-from conftest import AS_NOBODY, ISTHMUS, MPIS, PLATFORMS, TWO_CLUSTERS, Run
+from conftest import AS_NOBODY, ISTHMUS, MACHINE_ROOT, MPIS, PLATFORMS, TWO_CLUSTERS, Run
 from isthmus.config import platform
 from isthmus.emulate import net
 from isthmus.emulate.plan import make_plan, netns_name
 from isthmus.errors import UserError
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="needs root or a user namespace: as a normal user, test_net_rootless.py runs this "
+    "file inside one (or says why it cannot here)",
+)
 PROBE = Path(__file__).resolve().parents[2] / "build" / "bin" / "isthmus-probe"
 PROBE_PORT = 5201  # isthmus-probe serve's default
 _counter = iter(range(10**6))
@@ -90,7 +94,7 @@ def test_up_status_down(isthmus: Run) -> None:
         done = isthmus("net", "status", "--name", name, "--json")
         assert done.returncode == 0, done.stderr
         stats = json.loads(done.stdout)
-        assert stats["nice"] == (-10 if os.geteuid() == 0 else 0)  # the wire is not starved
+        assert stats["nice"] == (-10 if MACHINE_ROOT else 0)  # the wire is not starved
         links = {lk["name"]: lk for lk in stats["links"]}
         assert links["wan:east->west"]["latency_ns"] == 5_000_000
         assert links["wan:east->west"]["rate"] == pytest.approx(12.5e6)
@@ -221,6 +225,8 @@ def test_bad_network_requests(isthmus: Run, tmp_path: Path) -> None:
         make_plan(platform.load(PLATFORMS / "site-patterns.toml"))
     done = isthmus("net", "up", "-p", TWO_CLUSTERS, "--name", "Bad_Name")
     assert done.returncode == 2 and "network name 'Bad_Name'" in done.stderr
+    if not MACHINE_ROOT:
+        return  # a user namespace's root cannot become another user
     done = subprocess.run(
         [
             *AS_NOBODY,
@@ -288,56 +294,6 @@ def test_run_makes_and_removes_its_own_network(
     done = isthmus("run", "-p", TWO_CLUSTERS, "--timeout", "120s", "--", apps[(mpi, "c")])
     assert done.returncode == 0, done.stderr
     assert set(os.listdir("/var/run/netns")) == before
-
-
-def test_router_death_stops_the_run(apps: dict[tuple[str, str], Path]) -> None:
-    with network() as name:
-        proc = subprocess.Popen(
-            [
-                str(ISTHMUS),
-                "run",
-                "-p",
-                str(TWO_CLUSTERS),
-                "--net",
-                name,
-                "--",
-                str(apps[("openmpi", "sleeper")]),
-                "120",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-            st = net.load_state(name)
-            assert st is not None
-            os.kill(st.router_pid, signal.SIGKILL)
-            started = time.monotonic()
-            rc = proc.wait(timeout=30)
-            assert time.monotonic() - started < 10
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        assert rc == 125
-        assert proc.stderr is not None and "router of network" in proc.stderr.read()
-
-
-def test_selftest_reports_every_figure(isthmus: Run, tmp_path: Path) -> None:
-    """The self-test runs and reports each figure against its target. Whether the targets
-    are met is a benchmark result (results/net/), not something a timed test can assert."""
-    out = tmp_path / "selftest.json"
-    done = isthmus("net", "selftest", "--quick", "--json", out, timeout=600)
-    assert done.returncode in (0, 1), done.stderr
-    result = json.loads(out.read_text())
-    names = [c["name"] for c in result["checks"]]
-    assert any(n.startswith("RTT tcp at 0.5 ms") for n in names)
-    assert any(n.startswith("goodput at 10 Mbit/s") for n in names)
-    assert any(n.startswith("loss") for n in names)
-    assert any(n.startswith("added RTT over veth") for n in names)
-    assert "isthmus net selftest" in done.stdout
-    assert not [n for n in os.listdir("/var/run/netns") if n.startswith("ist-self")]
 
 
 def test_a_host_sends_at_its_ports_rate_whatever_the_destinations() -> None:
@@ -467,6 +423,7 @@ def test_gilbert_elliott_losses_come_in_bursts(isthmus: Run) -> None:
         assert r["longest_loss_run"] >= 6, r
 
 
+@pytest.mark.skipif(not MACHINE_ROOT, reason="changes user and /dev/net/tun: machine's root")
 def test_rootless_run_through_a_user_namespace(apps: dict[tuple[str, str], Path]) -> None:
     """A normal user emulates through its own user namespace where /dev/net/tun allows it
     (Debian's default mode 0666). This machine keeps it 0600, so the test opens it up for
@@ -524,44 +481,3 @@ def test_rootless_run_through_a_user_namespace(apps: dict[tuple[str, str], Path]
             os.chmod(tun, mode)
     # The user's namespaces live in its own /run: none may appear in the machine's.
     assert not set(os.listdir("/var/run/netns")) - before
-
-
-def test_killed_run_leaves_nothing_after_the_next_run(
-    isthmus: Run, apps: dict[tuple[str, str], Path]
-) -> None:
-    """An `isthmus run` killed outright cannot clean up: its router dies with it, and the
-    next run removes the namespaces it left."""
-    proc = subprocess.Popen(
-        [
-            str(ISTHMUS),
-            "run",
-            "-p",
-            str(TWO_CLUSTERS),
-            "--",
-            str(apps[("openmpi", "sleeper")]),
-            "120",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        name = f"run{proc.pid}"
-        st = net.load_state(name)
-        assert st is not None and st.owner_pid == proc.pid
-        proc.kill()
-        proc.wait(10)
-        deadline = time.monotonic() + 10
-        while Path(f"/proc/{st.router_pid}").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not net.is_up(name)  # the router died with its run
-        done = isthmus("run", "-p", TWO_CLUSTERS, "--timeout", "120s", "--", apps[("mpich", "c")])
-        assert done.returncode == 0, done.stderr
-        assert not [n for n in os.listdir("/var/run/netns") if n.startswith(f"ist-{name}-")]
-        assert net.load_state(name) is None
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        subprocess.run(["pkill", "-f", str(apps[("openmpi", "sleeper")])], capture_output=True)
-        net.down(f"run{proc.pid}")

@@ -16,11 +16,6 @@ from conftest import AS_NOBODY, ISTHMUS, MPIS, TWO_CLUSTERS, Run
 from isthmus.launch.run import first_failure
 
 
-def _rank_processes(path: Path) -> list[str]:
-    out = subprocess.run(["pgrep", "-f", str(path)], capture_output=True, text=True).stdout
-    return out.split()
-
-
 @pytest.mark.parametrize("mpi", MPIS)
 def test_exit_status_of_a_failing_rank_is_returned(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
@@ -57,34 +52,6 @@ def test_success_returns_zero(isthmus: Run, apps: dict[tuple[str, str], Path], m
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("mpi", MPIS)
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_stops_the_job(
-    apps: dict[tuple[str, str], Path], mpi: str, sig: signal.Signals
-) -> None:
-    app = apps[(mpi, "sleeper")]
-    proc = subprocess.Popen(
-        [str(ISTHMUS), "run", "-p", str(TWO_CLUSTERS), "--", str(app), "120"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(sig)
-        rc = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert rc != 0
-    deadline = time.monotonic() + 10
-    while _rank_processes(app) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _rank_processes(app) == []
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_the_network_comes_up_leaves_no_network(
     apps: dict[tuple[str, str], Path], sig: signal.Signals
@@ -115,16 +82,6 @@ def test_a_signal_while_the_network_comes_up_leaves_no_network(
 
 def _namespaces() -> str:
     return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-
-
-def test_timeout_stops_the_job(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
-    app = apps[("openmpi", "sleeper")]
-    started = time.monotonic()
-    done = isthmus("run", "-p", TWO_CLUSTERS, "--timeout", "3s", "--", app, "120")
-    assert done.returncode == 124
-    assert "exceeded --timeout 3s" in done.stderr
-    assert time.monotonic() - started < 30
-    assert _rank_processes(app) == []
 
 
 def test_mpi_mismatch_is_refused(isthmus: Run, apps: dict[tuple[str, str], Path]) -> None:
@@ -200,12 +157,18 @@ def test_a_rank_failing_inside_finalize_does_not_hide_the_first_real_failure(
 ) -> None:
     # CI once saw MPICH's survivors fail in MPI_Finalize (UCX endpoint timeout, exit 15)
     # before the rank that called exit(3) had been reaped: 3 is still the job's status.
-    (tmp_path / "rank-0").write_text("exit 15 100\n")
+    (tmp_path / "rank-0").write_text("exit 15 100 ist-run1-east0\n")
     (tmp_path / "finalizing-0").write_text("")
-    (tmp_path / "rank-1").write_text("exit 0 90\n")
-    (tmp_path / "rank-2").write_text("exit 3 200\n")
-    assert first_failure(tmp_path) == 3
-    (tmp_path / "rank-2").write_text("exit 0 200\n")
-    assert first_failure(tmp_path) == 15
-    (tmp_path / "rank-3").write_text("signal 11 300\n")
-    assert first_failure(tmp_path) == 128 + 11
+    (tmp_path / "rank-1").write_text("exit 0 90 ist-run1-east1\n")
+    (tmp_path / "rank-2").write_text("exit 3 200 ist-run1-west0\n")
+    failure = first_failure(tmp_path)
+    assert failure is not None and failure.code == 3
+    assert failure.describe("ist-run1-") == "rank 2 on west0 exited with status 3"
+    (tmp_path / "rank-2").write_text("exit 0 200\n")  # no host: an older isthmus-exec
+    assert (failure := first_failure(tmp_path)) is not None and failure.code == 15
+    (tmp_path / "rank-3").write_text("signal 9 300 node7\n")
+    failure = first_failure(tmp_path)
+    assert failure is not None and failure.code == 128 + 9
+    assert failure.describe() == "rank 3 on node7 was killed by signal 9 (SIGKILL)"
+    (tmp_path / "rank-4").write_text("signal 9")  # being written: ignored
+    assert first_failure(tmp_path) == failure

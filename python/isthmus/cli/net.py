@@ -18,7 +18,7 @@ from isthmus.config.units import (
     format_rate,
     format_size,
 )
-from isthmus.emulate import net
+from isthmus.emulate import leftovers, net
 from isthmus.emulate.plan import DEFAULT_MTU, DEFAULT_NAME
 from isthmus.errors import UserError
 
@@ -34,12 +34,36 @@ def cmd_net_up(args: argparse.Namespace) -> int:
 
 
 def cmd_net_down(args: argparse.Namespace) -> int:
-    removed = net.down(args.name)
-    print(
-        f"network {args.name}: "
-        + (f"removed {len(removed)} items" if removed else "nothing to remove")
-    )
+    if not args.all:
+        removed = net.down(args.name)
+        print(f"network {args.name}: " + _removed(removed))
+        return 0
+    owners = {name: leftovers.owner(name) for name in leftovers.networks()}
+    every = leftovers.down_all()
+    for name, removed in every.items():
+        pid = owners.get(name, 0)
+        if not name:
+            print(f"stray namespaces: removed {', '.join(removed)}")
+        elif pid and not Path(f"/proc/{pid}").exists():
+            print(f"network {name}, left by a killed isthmus run (pid {pid}): {_removed(removed)}")
+        else:
+            print(f"network {name}: " + _removed(removed))
+    if not every:
+        print("no network to remove")
     return 0
+
+
+def _removed(items: list[str]) -> str:
+    """'removed the router (pid 12), 5 namespaces and its state' or 'nothing to remove'."""
+    if not items:
+        return "nothing to remove"
+    router = [i for i in items if i.startswith("router")]
+    namespaces = [i for i in items if i.startswith("ist-")]
+    parts = [f"the {router[0]}"] if router else []
+    parts += [f"{len(namespaces)} namespaces"] if namespaces else []
+    parts += ["its state"] if len(items) > len(router) + len(namespaces) else []
+    head, last = ", ".join(parts[:-1]), parts[-1]
+    return f"removed {head} and {last}" if head else f"removed {last}"
 
 
 def cmd_net_status(args: argparse.Namespace) -> int:
@@ -153,6 +177,9 @@ def add(sub: Any) -> None:
     sp.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of the emulated devices")
     sp.set_defaults(func=cmd_net_up)
     sp = nsub.add_parser("down", help="remove a network (idempotent, also after a crash)")
+    sp.add_argument(
+        "--all", action="store_true", help="remove every network isthmus made on this machine"
+    )
     sp.set_defaults(func=cmd_net_down)
     sp = nsub.add_parser("status", help="links, parameters and live counters")
     sp.add_argument("--json", action="store_true")

@@ -117,8 +117,9 @@ def _set_sysctls(ns: str, settings: list[str]) -> None:
         raise UserError(f"{ns}: sysctl {' '.join(settings)}: {done.stderr.strip() or 'failed'}")
 
 
-def _existing_namespaces(name: str) -> list[str]:
-    prefix = f"ist-{name}-"
+def existing_namespaces(name: str) -> list[str]:
+    """The namespaces of network NAME; with "", every namespace isthmus made."""
+    prefix = f"ist-{name}-" if name else "ist-"
     if not NETNS_DIR.is_dir():
         return []
     return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(prefix))
@@ -170,7 +171,7 @@ def up(
         raise UserError(f"--mtu {mtu}: expected {MTU_RANGE[0]} to {MTU_RANGE[1]}")
     p = make_plan(platform)
     sysctls = tcp_sysctls(platform.tcp)
-    clash = _existing_namespaces(name)
+    clash = existing_namespaces(name)
     if clash or state_dir(name).exists():
         raise UserError(
             f"a network named {name!r} is already up ({len(clash)} namespaces): "
@@ -272,20 +273,6 @@ def _start_router(conf: Path, log: Path, dies_with_parent: bool = False) -> int:
     return proc.pid
 
 
-def remove_orphans() -> list[str]:
-    """Remove networks made by an `isthmus run` that no longer exists (killed before it
-    could clean up). Returns their names."""
-    removed: list[str] = []
-    if not STATE_ROOT.is_dir():
-        return removed
-    for d in STATE_ROOT.iterdir():
-        st = load_state(d.name)
-        if st is not None and st.owner_pid and not Path(f"/proc/{st.owner_pid}").exists():
-            down(d.name)
-            removed.append(d.name)
-    return removed
-
-
 def down(name: str = DEFAULT_NAME) -> list[str]:
     """Remove the network: router, namespaces, state. Idempotent; returns what it removed."""
     check_name(name)
@@ -302,7 +289,7 @@ def down(name: str = DEFAULT_NAME) -> list[str]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(st.router_pid, signal.SIGKILL)
         removed.append(f"router (pid {st.router_pid})")
-    for ns in _existing_namespaces(name):
+    for ns in existing_namespaces(name):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         removed.append(ns)
     d = state_dir(name)

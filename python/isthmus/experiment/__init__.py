@@ -125,6 +125,30 @@ def _read(name: str) -> tuple[Path, dict[str, Any]]:
     return path, raw
 
 
+# The type each top-level key must have (a key of the wrong type is named, not crashed on).
+KEY_TYPES: dict[str, tuple[type, ...]] = {
+    "title": (str,), "description": (str,), "kind": (str,), "mpis": (list,),
+    "repetitions": (int,), "minutes": (int, float), "params": (dict,), "quick": (dict,),
+}  # fmt: skip
+TYPE_NAMES = {str: "a string", list: "a list", int: "a number", dict: "a table"}
+
+
+def _check_types(path: Path, raw: dict[str, Any]) -> None:
+    for key, types in KEY_TYPES.items():
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+            raise UserError(f"{path}: {key} = {value!r}: expected {TYPE_NAMES[types[0]]}")
+    minutes = raw.get("minutes", 0)
+    if minutes < 0 or minutes != minutes or minutes == float("inf"):
+        raise UserError(f"{path}: minutes = {minutes!r}: expected a number of minutes >= 0")
+    quick = raw.get("quick", {})
+    if set(quick) - {"repetitions", "params"}:
+        extra = sorted(set(quick) - {"repetitions", "params"})[0]
+        raise UserError(f"{path}: quick.{extra}: unknown key: expected repetitions, params")
+    if not isinstance(quick.get("params", {}), dict):
+        raise UserError(f"{path}: quick.params = {quick['params']!r}: expected a table")
+
+
 def load(name: str, quick: bool = False) -> Experiment:
     """The experiment NAME ("area/name"), checked; errors name the file and the key."""
     path, raw = _read(name)
@@ -140,6 +164,7 @@ def load(name: str, quick: bool = False) -> Experiment:
                 "that extends none"
             )
         raw = _merge(base_raw, raw)
+    _check_types(path, raw)
     kind = raw.get("kind")
     if kind not in KINDS:
         raise UserError(f"{path}: kind = {kind!r}: expected one of {', '.join(KINDS)}")

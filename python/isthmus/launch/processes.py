@@ -74,7 +74,7 @@ def launch(
     stdout: IO[bytes] | None = None,
 ) -> tuple[int, str | None]:
     """Run the launcher in its own process group; return (exit code, why it was stopped:
-    None, "timeout" or "network")."""
+    None, "timeout", "network", or the name of the signal that stopped isthmus)."""
     proc = subprocess.Popen(
         cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
     )
@@ -112,10 +112,11 @@ def launch(
         return EXIT_TIMEOUT, stopped
     if stopped == "network":
         return EXIT_NETWORK_FAILED, stopped
-    if rc == 0 and received:
-        # Hydra sometimes kills its proxies before they report the ranks' deaths and then
-        # returns 0; an interrupted job must not look like a successful one.
-        return 128 + received[0], None
+    if received:
+        # As a shell reports a job it stopped: 128 + the signal, whatever the launcher says
+        # (Hydra sometimes kills its proxies before they report the ranks' deaths and then
+        # returns 0; an interrupted job must not look like a successful one).
+        return 128 + received[0], signal.Signals(received[0]).name
     return (128 - rc if rc < 0 else rc), None
 
 
@@ -139,7 +140,8 @@ def launch_all(
     """Run the forwarders and the sites' launchers, each in its own process group, until
     every launcher has ended; the first that fails (a launcher or forwarder that exits
     other than 0) stops all the others at once. Returns (exit code, why it was stopped:
-    None, "timeout", "network", or the message naming the process that failed first)."""
+    None, "timeout", "network", the name of the signal that stopped isthmus, or the message
+    naming the process that failed first)."""
     every = forwarders + launchers
     for p in every:
         p.proc = subprocess.Popen(
@@ -197,12 +199,12 @@ def launch_all(
         return EXIT_TIMEOUT, stopped
     if stopped == "network":
         return EXIT_NETWORK_FAILED, stopped
+    if received:
+        return 128 + received[0], signal.Signals(received[0]).name
     if failed is not None:
         assert failed.proc is not None
         rc = failed.proc.returncode
         return (128 - rc if rc < 0 else rc), f"{failed.what} ended with status {rc}"
-    if received:
-        return 128 + received[0], None
     return 0, None
 
 

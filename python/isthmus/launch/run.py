@@ -28,7 +28,7 @@ from typing import Any
 from isthmus import __version__, records
 from isthmus.config import paths
 from isthmus.config.platform import Platform
-from isthmus.emulate import net, rootless, signals
+from isthmus.emulate import leftovers, net, rootless, signals
 from isthmus.emulate.plan import CONTROL_HOST, make_plan, netns_name
 from isthmus.errors import UserError
 from isthmus.launch import mpi, zipper
@@ -40,6 +40,9 @@ from isthmus.launch.environment import (
     wait_mode,
 )
 from isthmus.launch.processes import launch, launch_all, rank_namespaces, zipped_processes
+from isthmus.launch.status import first_failure
+
+STOPPING_SIGNALS = tuple(s.name for s in signals.STOPPING)
 
 
 @dataclass
@@ -59,24 +62,6 @@ class RunRequest:
     site: str | None = None
     site_ranks: tuple[tuple[str, int], ...] = ()
     forwarders: tuple[str, ...] = ()
-
-
-def first_failure(status_dir: Path) -> int | None:
-    """The exit code of the rank that failed first (128+N for signal N), from the files
-    isthmus-exec writes; None when every rank exited 0 or none wrote one. Ranks that failed
-    before MPI_Finalize come first (the layer leaves finalizing-N when rank N enters it):
-    a rank failing inside it is usually a casualty of a peer that had already gone."""
-    failures = []
-    for f in status_dir.glob("**/rank-*"):  # a zipped run has one directory per site
-        try:
-            how, value, ns = f.read_text().split()
-        except ValueError:
-            continue
-        code = int(value) if how == "exit" else 128 + int(value)
-        if code != 0:
-            in_finalize = (f.parent / f"finalizing-{f.name[len('rank-') :]}").exists()
-            failures.append((in_finalize, int(ns), code))
-    return min(failures)[2] if failures else None
 
 
 def _annotate_profile(path: Path, run_info: dict[str, Any]) -> None:
@@ -145,7 +130,11 @@ def run(req: RunRequest) -> int:
             raise UserError(f"--net {req.net}: that network was made for another platform")
     try:
         if own_network:
-            net.remove_orphans()
+            for left, pid in leftovers.remove_orphans():
+                print(
+                    f"isthmus: removed network {left}, left by a killed isthmus run (pid {pid})",
+                    file=sys.stderr,
+                )
             net.up(req.platform, netname, list(req.overrides), owner_pid=os.getpid())
         with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
             layer_env = layer_environment(req.platform, impl, profile)
@@ -178,8 +167,10 @@ def run(req: RunRequest) -> int:
                 else:
                     rc, stopped = launch(cmd, env, req.timeout, alive, out)
             wall = time.monotonic() - started
-            if rc != 0 and stopped not in ("timeout", "network"):
-                rc = first_failure(Path(status_dir)) or rc
+            failure = None
+            if rc != 0 and stopped not in ("timeout", "network", *STOPPING_SIGNALS):
+                failure = first_failure(Path(status_dir))
+                rc = failure.code if failure is not None else rc
     finally:
         if own_network:
             with signals.deferred():
@@ -193,8 +184,15 @@ def run(req: RunRequest) -> int:
             f"isthmus: the router of network {netname} died during the run; the run was stopped",
             file=sys.stderr,
         )
+    elif stopped in STOPPING_SIGNALS:
+        print(f"isthmus: stopped by {stopped}: the job was stopped", file=sys.stderr)
     elif stopped is not None:
         print(f"isthmus: {stopped}; the other sites' jobs were stopped", file=sys.stderr)
+    if failure is not None:
+        print(
+            f"isthmus: {failure.describe(netns_name(netname, ''))}: the job's status is {rc}",
+            file=sys.stderr,
+        )
 
     if profile is not None:
         if profile.exists():

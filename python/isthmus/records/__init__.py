@@ -25,7 +25,7 @@ from isthmus.records import atomic
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "docs" / "schemas"
 # The version of the results format (results files' header "schema": "isthmus-result/N").
 RESULT_SCHEMA = "isthmus-result/1"
-KINDS = ("result", "bench-header", "profile", "sweep-point")
+KINDS = ("result", "bench-header", "profile", "sweep", "sweep-point")
 
 
 @cache

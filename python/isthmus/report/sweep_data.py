@@ -44,8 +44,12 @@ def load(out: Path) -> SweepResults:
     for name in ("sweep.json", "results.json"):
         if not (out / name).is_file():
             raise UserError(f"{out}: no {name}: not a sweep's directory")
-    sweep = records.read_json(out / "sweep.json", what="sweep description")
+    sweep = records.read_json(out / "sweep.json", "sweep", "sweep description")
     rows = records.read_json(out / "results.json", what="sweep table")
+    if not isinstance(rows, list):
+        raise UserError(f"{out / 'results.json'}: not a list of points: expected a sweep table")
+    for n, row in enumerate(rows):
+        records.check(row, "sweep-point", f"{out / 'results.json'} point {n}")
     if not rows:
         raise UserError(f"{out}: no finished points yet")
     return SweepResults(out, sweep, rows)

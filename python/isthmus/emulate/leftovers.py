@@ -1,0 +1,53 @@
+"""What killed runs leave behind, and removing it: a run killed outright (SIGKILL) cannot
+take its network down; its router and ranks die with it, its namespaces stay. The next
+`isthmus run` removes the networks of runs that no longer exist, `isthmus net down --all`
+every network isthmus made; both say what they removed and whose it was."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from isthmus.emulate import net
+from isthmus.emulate.plan import NAME_RE
+
+
+def owner(name: str) -> int:
+    """The pid of the `isthmus run` that made network NAME for itself, 0 for `net up`. A
+    run killed while bringing its network up left no state file: its name says it."""
+    st = net.load_state(name)
+    if st is not None:
+        return st.owner_pid
+    m = re.fullmatch(r"run(\d+)", name)
+    return int(m.group(1)) if m else 0
+
+
+def remove_orphans() -> list[tuple[str, int]]:
+    """Remove networks made by an `isthmus run` that no longer exists (killed before it
+    could clean up). Returns (name, pid of that run) of each."""
+    removed: list[tuple[str, int]] = []
+    for name in networks():
+        pid = owner(name)
+        if pid and not Path(f"/proc/{pid}").exists():
+            net.down(name)
+            removed.append((name, pid))
+    return removed
+
+
+def networks() -> list[str]:
+    """The names of the networks isthmus keeps a state for."""
+    if not net.STATE_ROOT.is_dir():
+        return []
+    return sorted(d.name for d in net.STATE_ROOT.iterdir() if NAME_RE.fullmatch(d.name))
+
+
+def down_all() -> dict[str, list[str]]:
+    """Remove every network isthmus made on this machine (`net down --all`), then any other
+    ist-* namespace. Returns what was removed, by network ("" for stray namespaces)."""
+    removed = {name: net.down(name) for name in networks()}
+    if stray := net.existing_namespaces(""):
+        for ns in stray:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        removed[""] = stray
+    return removed
