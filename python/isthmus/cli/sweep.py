@@ -4,7 +4,9 @@ report` (its HTML page)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     page = output_path(args.output) if args.output else out_dir / "report.html"
     report.write(out_dir, page, " ".join(["isthmus", "report", *sys.argv[2:]]))
     print(f"wrote {page}")
+    if args.open:
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            print(
+                f"no display here (DISPLAY and WAYLAND_DISPLAY are unset): open {page} in a browser"
+            )
+        elif webbrowser.open(page.resolve().as_uri()):
+            print(f"opened {page} in the web browser")
+        else:
+            print(f"no web browser found: open {page} yourself")
     return 0
 
 
@@ -90,4 +101,7 @@ def add(sub: Any) -> None:
     rep = sub.add_parser("report", help="an HTML page with plots from a sweep's results")
     rep.add_argument("dir", metavar="DIR", help="the sweep's output directory")
     rep.add_argument("-o", "--output", metavar="HTML", help="default: DIR/report.html")
+    rep.add_argument(
+        "--open", action="store_true", help="open it in a browser, if a display exists"
+    )
     rep.set_defaults(func=cmd_report)

@@ -209,6 +209,7 @@ def run(req: RunRequest) -> int:
                     },
                     "mpi": impl.name,
                     "nranks": nranks,
+                    "cores": cores,  # ranks per core: what the report's model gap rests on
                     "app": req.app,
                     "launcher": cmd,
                     "exit_code": rc,

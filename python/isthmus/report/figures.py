@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 
@@ -26,7 +27,8 @@ def profile_matrices(p: Profile, out: Path) -> None:
     """Heatmaps of bytes per rank pair, point-to-point and collective, with clusters marked."""
     plt = pyplot()
     import numpy as np
-    from matplotlib.colors import LogNorm
+    from matplotlib.colors import LogNorm, Normalize
+    from matplotlib.ticker import FuncFormatter, LogLocator, MultipleLocator, NullFormatter
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.4), constrained_layout=True)
     # Cluster boundaries: ranks are contiguous per cluster under block mapping; draw a line
@@ -38,11 +40,21 @@ def profile_matrices(p: Profile, out: Path) -> None:
         m = np.array(p.traffic(kind)["bytes"], dtype=float)
         positive = m[m > 0]
         if positive.size:
-            norm = LogNorm(vmin=max(positive.min(), 1.0), vmax=max(positive.max(), 2.0))
+            low, high = max(positive.min(), 1.0), max(positive.max(), 2.0)
+            # Log scale only where the values span a decade: over a narrower range its ticks
+            # collapse to one repeated label.
+            wide = high / low >= 10
+            norm = LogNorm(vmin=low, vmax=high) if wide else Normalize(vmin=0, vmax=high)
             img = ax.imshow(
                 np.where(m > 0, m, np.nan), cmap="viridis", norm=norm, interpolation="nearest"
             )
-            fig.colorbar(img, ax=ax, label="bytes")
+            bar = fig.colorbar(img, ax=ax, label="bytes sent" + (" (log scale)" if wide else ""))
+            if wide:
+                bar.ax.yaxis.set_major_locator(LogLocator(base=10))
+                bar.ax.yaxis.set_minor_formatter(NullFormatter())
+            else:  # ticks at multiples of a power of two: 64KiB, 128KiB, not 97.7KiB
+                bar.ax.yaxis.set_major_locator(MultipleLocator(2 ** max(int(np.log2(high / 4)), 0)))
+            bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
         else:
             ax.imshow(np.zeros_like(m), cmap="Greys", vmin=0, vmax=1)
             ax.text(p.nranks / 2 - 0.5, p.nranks / 2 - 0.5, "no traffic", ha="center", va="center")
@@ -61,10 +73,10 @@ def profile_matrices(p: Profile, out: Path) -> None:
             f"{label}\ninter-cluster: {format_size(inter)} of {format_size(total)}", fontsize=10
         )
     run = p.data.get("run", {})
-    app = " ".join(run.get("app", [])) if run else ""
-    fig.suptitle(
-        f"Bytes per rank pair: {app} ({p.nranks} ranks, {p.data['mpi']['implementation']})"
-    )
+    argv = list(run.get("app", [])) if run else []
+    app = " ".join([Path(argv[0]).name, *argv[1:]]) if argv else ""
+    title = f"Bytes per rank pair ({p.nranks} ranks, {p.data['mpi']['implementation']}): {app}"
+    fig.suptitle(textwrap.shorten(title, 110, placeholder=" ..."))
     tmp = out.with_name(out.name + ".tmp.png")
     fig.savefig(tmp, dpi=110)
     plt.close(fig)

@@ -1,14 +1,19 @@
-"""`isthmus report DIR`: one self-contained HTML page (PNGs inlined) from a sweep's results.
+"""`isthmus report DIR`: one self-contained HTML page (PNGs inlined, no script needed, CSS
+only) from a sweep's results, readable from a phone's width to a wide screen.
 
-What it shows, from DIR/results.json, DIR/sweep.json and the points' files (docs/sweep.md):
-  - point-to-point bandwidth against message size, a line per round trip, per MPI (the
-    first paper's Figures 2-7), from isthmus's pingpong/bw/bibw and from NetPIPE;
-  - measured round trips against the configured link's bound 2 (L + m/B);
+It opens with the findings (report/sweep_findings.py: what the wide-area link costs each
+application and what the WAN-aware collectives change, every number from the points), then
+a table of contents and what they rest on, from DIR/results.json, DIR/sweep.json and the
+points' files (docs/sweep.md):
   - application time, WAN slowdown T(RTT)/T(lowest RTT) and "scalability" (the
     one-cluster baseline's time over the point's) against RTT, per MPI and collective
     mode (Figures 8-12): medians over repetitions, bars from the fastest to the slowest;
+  - point-to-point bandwidth against message size, a line per round trip, per MPI (the
+    first paper's Figures 2-7), from isthmus's pingpong/bw/bibw and from NetPIPE;
+  - measured round trips against the configured link's bound 2 (L + m/B), and Bcast
+    against the P-LogP model;
   - communication matrices with cluster boundaries, and bytes inside and between clusters;
-  - the platform, MPI libraries, machine and command lines.
+  - how it was measured: the platform, MPI libraries, revision, machine and commands.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from isthmus.config.units import format_size
 from isthmus.errors import UserError
 from isthmus.records import atomic
 from isthmus.report import figures as command_figures
+from isthmus.report import sweep_findings
 from isthmus.report.sweep_apps import plot_times
 from isthmus.report.sweep_data import SweepResults, load, point_time, rtt_ms
 from isthmus.report.sweep_network import plot_bandwidth, plot_bcast_model, plot_rtt_bound
@@ -79,14 +85,27 @@ def traffic_table(res: SweepResults) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def context(res: SweepResults) -> str:
-    """Platform, MPI libraries, machine, commands."""
-    libs = set()
+def _run_info(res: SweepResults) -> tuple[set[str], set[str], set[int]]:
+    """The MPI libraries, isthmus revisions and core counts the points' profiles record."""
+    libs, revisions, cores = set(), set(), set()
     for row in res.rows:
         path = res.out / "points" / row["id"] / "profile.json"
-        if path.exists():
-            with contextlib.suppress(KeyError, UserError):
-                libs.add(f"{row['mpi']}: {records.read_json(path)['mpi']['library']}")
+        if not path.exists():
+            continue
+        with contextlib.suppress(KeyError, UserError, TypeError):
+            data = records.read_json(path)
+            libs.add(f"{row['mpi']}: {data['mpi']['library'].strip()}")
+            run = data.get("run", {})
+            if run.get("git_revision"):
+                revisions.add(str(run["git_revision"]))
+            if run.get("cores"):
+                cores.add(int(run["cores"]))
+    return libs, revisions, cores
+
+
+def context(res: SweepResults, command: str) -> str:
+    """How it was measured: the platform, MPIs, revision, machine and commands."""
+    libs, revisions, _ = _run_info(res)
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -103,12 +122,18 @@ def context(res: SweepResults) -> str:
         plat_text = plat.read_text()
     except OSError:
         plat_text = "(not readable)"
+    reps = sorted({int(r["repeat"]) + 1 for r in res.rows})
     items = [
         f"<li>Platform <code>{html.escape(str(plat))}</code>, with "
         f"<code>{html.escape(' '.join(res.sweep.get('overrides', [])) or 'no overrides')}</code>"
-        f"; varied: <code>{html.escape(json.dumps(res.sweep.get('vary', [])))}</code></li>",
+        f"; varied: <code>{html.escape(json.dumps(res.sweep.get('vary', [])))}</code>; "
+        f"up to {reps[-1] if reps else 0} runs per point.</li>",
         f"<li>Machine: {html.escape(host_platform.node())}, {os.cpu_count()} cores, "
-        f"{html.escape(cpu)}, Linux {html.escape(host_platform.release())}</li>",
+        f"{html.escape(cpu)}, Linux {html.escape(host_platform.release())}.</li>",
+        "<li>isthmus revision: "
+        + (", ".join(f"<code>{html.escape(r)}</code>" for r in sorted(revisions)) or "unknown")
+        + ".</li>",
+        f"<li>This page: <code>{html.escape(command)}</code>.</li>",
     ]
     items += [f"<li>{html.escape(lib)}</li>" for lib in sorted(libs)]
     cmds = "".join(f"<li><code>{html.escape(c)}</code></li>" for c in commands.values())
@@ -118,53 +143,74 @@ def context(res: SweepResults) -> str:
     )
 
 
-# After loading, the page records how many of its images loaded (the report test reads it).
-IMAGE_CHECK = """<script>
-window.addEventListener('load', function () {
-  var imgs = document.images, ok = 0;
-  for (var i = 0; i < imgs.length; i++) if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++;
-  document.body.setAttribute('data-images', ok + '/' + imgs.length);
-});
-</script>"""
+STYLE = """
+body{font-family:system-ui,sans-serif;line-height:1.45;margin:0 auto;max-width:1200px;
+padding:0 1rem 2rem}
+h1{font-size:1.6rem}h2{font-size:1.3rem;border-bottom:1px solid #ddd;margin-top:2rem}
+img{max-width:100%;height:auto}figure{margin:1rem 0}
+figcaption{color:#555;font-size:.85rem}
+code,pre{overflow-wrap:anywhere;white-space:pre-wrap;font-size:.85rem}
+.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.8rem}
+td,th{border:1px solid #ccc;padding:2px 6px}
+nav ol{columns:2 16rem}.findings li{margin:.4rem 0}.problem{color:#a00}
+"""
+
+
+def _figures(figs: list[tuple[str, str, str]]) -> str:
+    """Figures (anchor or "", caption, PNG in base64) as HTML."""
+    out = []
+    for anchor, caption, data in figs:
+        ident = f' id="{html.escape(anchor)}"' if anchor else ""
+        out.append(
+            f'<figure{ident}><img alt="{html.escape(caption)}" '
+            f'src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        )
+    return "".join(out)
+
+
+def _plain(figs: list[tuple[str, str]]) -> str:
+    return _figures([("", caption, data) for caption, data in figs])
 
 
 def write(out_dir: Path, page: Path, command: str) -> None:
     res = load(out_dir)
-    sections: list[tuple[str, list[tuple[str, str]]]] = [
-        ("Applications against the round trip", plot_times(res)),
-        ("Point-to-point bandwidth", plot_bandwidth(res)),
-        ("Model against measurement", plot_rtt_bound(res) + plot_bcast_model(res)),
-        ("Communication matrices (largest round trip)", matrices(res)),
+    _, _, cores = _run_info(res)
+    model = plot_rtt_bound(res) + plot_bcast_model(res, max(cores, default=0))
+    sections: list[tuple[str, str, str]] = [
+        ("findings", "What the wide-area link costs", sweep_findings.render(res)),
+        ("apps", "Applications against the round trip", _figures(plot_times(res))),
+        ("bandwidth", "Point-to-point bandwidth", _plain(plot_bandwidth(res))),
+        ("model", "Model against measurement", _plain(model)),
+        ("matrices", "Communication matrices (largest round trip)", _plain(matrices(res))),
+        ("points", "Points: time and traffic", f'<div class="scroll">{traffic_table(res)}</div>'),
+        ("measured", "How this was measured", context(res, command)),
     ]
-    cores = os.cpu_count() or 1
+    sections = [s for s in sections if s[2]]
     ok = sum(1 for r in res.rows if r["status"] == "ok")
-    parts = [
-        f"<p>Made by <code>{html.escape(command)}</code> from {len(res.rows)} points "
-        f"({ok} ok) of the sweep in <code>{html.escape(str(out_dir))}</code>. Times are "
-        "medians over repetitions, bars from the fastest to the slowest run. "
-        f"On this machine's {cores} cores the ranks and the emulated network's router take "
-        "turns when they outnumber the cores, which adds to every time.</p>"
-    ]
-    for title, figs in sections:
-        if not figs:
-            continue
-        parts.append(f"<h2>{html.escape(title)}</h2>")
-        for caption, data in figs:
-            parts.append(
-                f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-            )
-    parts.append("<h2>Points: time and traffic</h2>" + traffic_table(res))
-    parts.append("<h2>How it was made</h2>" + context(res))
+    cores_now = os.cpu_count() or 1
+    intro = (
+        f"<p>{len(res.rows)} points ({ok} ran to the end) of the sweep in "
+        f"<code>{html.escape(str(out_dir))}</code>. Times are medians over repetitions, "
+        "ranges from the fastest to the slowest run. On this machine's "
+        f"{max(cores, default=cores_now)} cores the ranks and the emulated network's router "
+        "take turns when they outnumber the cores, which adds to every time: compare "
+        "points with each other, as the sentences below do.</p>"
+    )
+    toc = "".join(f'<li><a href="#{a}">{html.escape(t)}</a></li>' for a, t, _ in sections)
+    body = "".join(
+        f'<section id="{a}"><h2>{html.escape(t)}</h2>{content}</section>'
+        for a, t, content in sections
+    )
     title = f"isthmus sweep report: {', '.join(dict.fromkeys(r['app'] for r in res.rows))}"
     doc = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}img{{max-width:100%}}
-table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:2px 6px}}
-figure{{margin:1em 0}}figcaption{{color:#555;font-size:13px}}</style></head>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title><style>{STYLE}</style></head>
 <body><h1>{html.escape(title)}</h1>
-{"".join(parts)}
-{IMAGE_CHECK}
+{intro}
+<nav><ol>{toc}</ol></nav>
+{body}
 </body></html>
 """
     atomic.write_text(page, doc)

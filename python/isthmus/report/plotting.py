@@ -8,6 +8,37 @@ import io
 from pathlib import Path
 from typing import Any
 
+# One look for every plot: the collectives mode by colour and marker (the same in every
+# figure), the MPI by panel, round trips by a sequential palette (darker: longer).
+COLL_STYLE: dict[str, dict[str, Any]] = {
+    "native": {"color": "#4c72b0", "marker": "o", "label": "MPI's own collectives"},
+    "isthmus": {"color": "#dd8452", "marker": "s", "label": "WAN-aware (isthmus) collectives"},
+}
+BASELINE_STYLE: dict[str, Any] = {"color": "grey", "ls": "--", "label": "one cluster"}
+
+
+def rtt_colors(rtts: list[float]) -> dict[float, Any]:
+    """A colour per round trip, the same order in every figure: viridis, light to dark."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis_r"]
+    ordered = sorted(set(rtts))
+    n = max(len(ordered) - 1, 1)
+    return {r: cmap(0.15 + 0.75 * i / n) for i, r in enumerate(ordered)}
+
+
+def size_axis(ax: Any, axis: str = "x") -> None:
+    """A message-size axis: log2, ticks in bytes with binary prefixes (1KiB, 64KiB)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    from isthmus.config.units import format_size
+
+    scale = ax.set_xscale if axis == "x" else ax.set_yscale
+    scale("log", base=2)
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(LogLocator(base=4))
+    target.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
+
 
 def pyplot() -> Any:
     """matplotlib's pyplot, drawing to files only (no display on these machines)."""

@@ -7,7 +7,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from isthmus.report.plotting import png_base64, pyplot
+from isthmus.report.plotting import BASELINE_STYLE, COLL_STYLE, png_base64, pyplot
 from isthmus.report.sweep_data import (
     RESERVED,
     SweepResults,
@@ -25,9 +25,10 @@ PANELS = (
 )
 
 
-def plot_times(res: SweepResults) -> list[tuple[str, str]]:
+def plot_times(res: SweepResults) -> list[tuple[str, str, str]]:
     """Per app, a row per MPI: time, slowdown and scalability against the round trip,
-    then each figure the app printed (collective mode as lines, baseline dashed)."""
+    then each figure the app printed (collective mode as lines, baseline dashed). Returns
+    (anchor "app-NAME", caption, PNG in base64) per app."""
     plt = pyplot()
 
     times = series(res, point_time)
@@ -55,7 +56,8 @@ def plot_times(res: SweepResults) -> list[tuple[str, str]]:
                 grid[r][c].set_title(f"{mpi}: {label}", fontsize=10)
                 grid[r][c].set_xlabel(x_label(res))
         fig.tight_layout()
-        out.append((f"{app}: time, WAN slowdown, scalability and its own figures", png_base64(fig)))
+        caption = f"{app}: time, WAN slowdown, scalability and its own figures"
+        out.append((f"app-{app}", caption, png_base64(fig)))
     return out
 
 
@@ -87,9 +89,9 @@ def _panel(
             lo.append(med[-1] - min(vals))
             hi.append(max(vals) - med[-1])
         if xs:
-            ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=3, label=coll)
+            ax.errorbar(xs, med, yerr=[lo, hi], capsize=3, **COLL_STYLE.get(coll, {"label": coll}))
     if kind in ("time", "value") and base is not None:
-        ax.axhline(base, ls="--", color="grey", label="one cluster")
+        ax.axhline(base, **BASELINE_STYLE)
     if kind == "scalability":
         ax.axhline(1.0, ls=":", color="grey")
     ax.grid(alpha=0.3)

@@ -11,6 +11,11 @@ points, how many ended ok. The clone is removed afterwards.
   command = ["make", "demo"]                    # "{out}" stands for the output folder
   env = { DEMO_OUT = "{out}" }
   sweep = "{out}/sweep"                         # the sweep folder the command writes
+  keep = "docs/demo"                            # where the last run's report goes
+
+With `keep`, the last repetition's report, its sweep's table and screenshots of the
+report at a phone's and a wide screen's width (report-390.png, report-1400.png) are
+copied into that folder of the checkout: docs/demo/ is this experiment's product.
 
 A row per repetition: seconds, points, points ok, and the figures of every point that
 ran (application, MPI, collectives, platform, settings, repeat, times and the sweep's
@@ -20,6 +25,7 @@ figures), which docs/demo.md's "What it shows" renders (block demo/shows).
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -30,9 +36,9 @@ from typing import Any
 from isthmus import records
 from isthmus.config import paths
 from isthmus.errors import UserError
-from isthmus.experiment import Experiment, Step
+from isthmus.experiment import Experiment, Step, browser
 
-PARAMS = {"clone", "command", "env", "sweep", "timeout"}
+PARAMS = {"clone", "command", "env", "sweep", "timeout", "keep", "report"}
 
 
 def check(exp: Experiment) -> None:
@@ -66,13 +72,25 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise UserError(f"{step.label}: {' '.join(p['command'])} failed: {tail}")
-        points = records.read_json(Path(fill(p.get("sweep", "{out}/sweep"))) / "results.json")
+        sweep = Path(fill(p.get("sweep", "{out}/sweep")))
+        points = records.read_json(sweep / "results.json")
+        if p.get("keep") and step.key == f"r{exp.repetitions - 1}":
+            keep(Path(fill(p.get("report", "{out}/report.html"))), sweep, paths.ROOT / p["keep"])
     return {
         "seconds": seconds,
         "points": len(points),
         "ok": sum(1 for r in points if r["status"] == "ok"),
         "figures": [point_figures(r) for r in points],
     }
+
+
+def keep(report: Path, sweep: Path, folder: Path) -> None:
+    """The report, its sweep's table and its screenshots into `folder` (docs/demo)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(report, folder / "report.html")
+    shutil.copyfile(sweep / "results.csv", folder / "results.csv")
+    for width in browser.WIDTHS:
+        browser.screenshot(folder / "report.html", width, folder / f"report-{width}.png")
 
 
 # What a point's row drops: its paths, command and the columns no table reads; it keeps who
