@@ -205,7 +205,11 @@ def test_logp_measures_the_wan_and_fits_the_model(isthmus: Run, tmp_path: Path, 
         assert r["rtt_us"] >= 2 * 5025 and r["g_us"] > 0 and r["os_us"] > 0 and r["or_us"] > 0
         assert min(r["repetitions"].values()) >= 1
     (latency,) = [r for r in recs if r["record"] == "logp_latency"]
-    assert 5025 <= latency["L_us"] < 5025 + 1000
+    # One way, not the round trip: at least the configured 5 ms + the LAN port, under half
+    # the 10 ms round trip plus its margin. The margin (2.5 ms) holds on a loaded 2-core
+    # machine, where a rank's wake-up adds up to a millisecond or more (6.1 ms seen under
+    # MPICH in a clean-clone run; 1 ms above the configured value failed once).
+    assert 5025 <= latency["L_us"] < 1.5 * 5025
     assert rows[-1]["g_us"] > 65536 * 0.08 * 0.9  # 64 KiB at 100 Mbit/s: 5.2 ms
     params = tmp_path / "params.txt"
     done = isthmus("model", "fit", tmp_path / "logp.jsonl", "-o", params)
