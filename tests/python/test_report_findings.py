@@ -47,6 +47,7 @@ def test_the_sentence_gives_the_points_numbers() -> None:
     (sentence,) = sweep_findings.app_findings(results(sweep_table()), "app")
     assert "on one cluster it takes 1 s (range 0.99-1.01, 3 runs)" in sentence
     assert "at 4 ms round trip 3 s (range 2.99-3.01, 3 runs), 3.00 times as long" in sentence
+    assert "against one cluster: 1.00x at 0 ms, 1.50x at 2 ms, 3.00x at 4 ms" in sentence
     # 1.5 at 2 ms, 3.0 at 4 ms: 2 is reached a third of the way
     assert "its time doubles at about 2.7 ms round trip" in sentence
     assert "MPI takes 50% of its time at 0 ms and 50% at 4 ms" in sentence

@@ -133,6 +133,9 @@ def app_findings(res: SweepResults, app: str) -> list[str]:
                 f"on one cluster it takes {base.text()}; across the WAN at {_ms(worst_rtt)} "
                 f"round trip {native[worst_rtt].text()}, {worst:.2f} times as long"
             )
+            if len(slow) > 1:
+                each = ", ".join(f"{x:.2f}x at {_ms(rtt)}" for rtt, x in slow)
+                parts.append(f"against one cluster: {each}")
             double = doubling_rtt(slow)
             first_rtt, first = slow[0]
             if first >= 2:
