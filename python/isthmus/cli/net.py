@@ -38,13 +38,13 @@ def cmd_net_down(args: argparse.Namespace) -> int:
         removed = net.down(args.name)
         print(f"network {args.name}: " + _removed(removed))
         return 0
-    owners = {name: leftovers.owner(name) for name in leftovers.networks()}
+    killed = {name: leftovers.killed_owner(name) for name in leftovers.networks()}
     every = leftovers.down_all()
     for name, removed in every.items():
-        pid = owners.get(name, 0)
+        pid = killed.get(name, 0)
         if not name:
             print(f"stray namespaces: removed {', '.join(removed)}")
-        elif pid and not Path(f"/proc/{pid}").exists():
+        elif pid:
             print(f"network {name}, left by a killed isthmus run (pid {pid}): {_removed(removed)}")
         else:
             print(f"network {name}: " + _removed(removed))

@@ -23,13 +23,18 @@ def owner(name: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+def killed_owner(name: str) -> int:
+    """The pid of the `isthmus run` that made network NAME and no longer exists (it was
+    killed before it could clean up); 0 when the network's owner lives or it has none."""
+    pid = owner(name)
+    return pid if pid and not Path(f"/proc/{pid}").exists() else 0
+
+
 def remove_orphans() -> list[tuple[str, int]]:
-    """Remove networks made by an `isthmus run` that no longer exists (killed before it
-    could clean up). Returns (name, pid of that run) of each."""
+    """Remove the networks of killed runs. Returns (name, pid of that run) of each."""
     removed: list[tuple[str, int]] = []
     for name in networks():
-        pid = owner(name)
-        if pid and not Path(f"/proc/{pid}").exists():
+        if pid := killed_owner(name):
             net.down(name)
             removed.append((name, pid))
     return removed

@@ -9,6 +9,7 @@ import signal
 from collections.abc import Iterator
 
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOPPING_NAMES = tuple(s.name for s in STOPPING)  # how a run says which one stopped it
 
 
 def _interrupt(signum: int, frame: object) -> None:

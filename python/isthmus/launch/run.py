@@ -42,8 +42,6 @@ from isthmus.launch.environment import (
 from isthmus.launch.processes import launch, launch_all, rank_namespaces, zipped_processes
 from isthmus.launch.status import first_failure
 
-STOPPING_SIGNALS = tuple(s.name for s in signals.STOPPING)
-
 
 @dataclass
 class RunRequest:
@@ -168,7 +166,7 @@ def run(req: RunRequest) -> int:
                     rc, stopped = launch(cmd, env, req.timeout, alive, out)
             wall = time.monotonic() - started
             failure = None
-            if rc != 0 and stopped not in ("timeout", "network", *STOPPING_SIGNALS):
+            if rc != 0 and stopped not in ("timeout", "network", *signals.STOPPING_NAMES):
                 failure = first_failure(Path(status_dir))
                 rc = failure.code if failure is not None else rc
     finally:
@@ -184,7 +182,7 @@ def run(req: RunRequest) -> int:
             f"isthmus: the router of network {netname} died during the run; the run was stopped",
             file=sys.stderr,
         )
-    elif stopped in STOPPING_SIGNALS:
+    elif stopped in signals.STOPPING_NAMES:
         print(f"isthmus: stopped by {stopped}: the job was stopped", file=sys.stderr)
     elif stopped is not None:
         print(f"isthmus: {stopped}; the other sites' jobs were stopped", file=sys.stderr)
