@@ -87,14 +87,25 @@ static void default_class(struct ist_plogp_class *c, double L, double rate)
     }
 }
 
-static void load_model(void)
+/* Where the model's parameters came from, and the time measuring them took (profile). */
+static const char *model_source = "built-in";
+static double model_seconds;
+
+static void load_model(MPI_Comm world)
 {
     const char *path = getenv("ISTHMUS_PLOGP");
     char err[512] = "";
+    if (path && strcmp(path, "measure") == 0) { /* plogp_measure.c, at this MPI_Init */
+        model_seconds = ist_plogp_measure(world, &model);
+        model_source = "measured";
+        model_loaded = 1;
+        return;
+    }
     if (path && *path) {
         if (ist_plogp_read(path, &model, err, sizeof err) == 0 && model.lan.present &&
             model.wan.present) {
             model_loaded = 1;
+            model_source = "file";
             return;
         }
         if (model_loaded == 0 && ist_world_rank() == 0)
@@ -114,7 +125,7 @@ static void load_model(void)
  * then rules the communicators inside a site only. */
 static int zip_spanning_only;
 
-void ist_hier_init(void)
+void ist_hier_init(MPI_Comm world)
 {
     const char *mode = getenv("ISTHMUS_COLL");
     ist_hier_enabled = mode && strcmp(mode, "isthmus") == 0;
@@ -131,7 +142,7 @@ void ist_hier_init(void)
     select_always = select && strcmp(select, "always") == 0;
     if (ist_hier_enabled) {
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_hier, &keyval, NULL);
-        load_model();
+        load_model(world);
         wan_pays = ist_wan_pays(&model);
         if (!wan_pays && log_choices && ist_world_rank() == 0)
             fprintf(stderr, "isthmus: the model's wide-area links are no slower than its local "
@@ -477,6 +488,8 @@ int ist_hier_leave(int rc)
 
 long ist_hier_forced_segment(enum ist_coll_id id) { return settings.segment[id]; }
 const struct ist_plogp *ist_hier_model(void) { return &model; }
+const char *ist_hier_model_source(void) { return model_loaded ? model_source : "none"; }
+double ist_hier_model_seconds(void) { return model_seconds; }
 
 void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt, ...)
 {

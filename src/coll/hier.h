@@ -92,7 +92,9 @@ extern _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
 /* Read ISTHMUS_COLL, _SELECT, _DISABLE, _ALGORITHM and _SEGMENT (settings.h): 0, or -1
  * with the one-line error in err (the layer then ends the run). First at MPI_Init. */
 int ist_hier_settings(char *err, size_t errlen);
-void ist_hier_init(void);
+/* At MPI_Init, after the topology, on the layer's duplicate of MPI_COMM_WORLD (collective
+ * when ISTHMUS_PLOGP=measure: plogp_measure.c). */
+void ist_hier_init(MPI_Comm world);
 void ist_hier_finalize(void);
 
 /* The hierarchy of comm for collective `id` with `bytes` per rank (coll_cost.h; the
@@ -112,6 +114,14 @@ int ist_hier_leave(int rc);
 /* The segment size forced for id (collectives.segment), or 0. */
 long ist_hier_forced_segment(enum ist_coll_id id);
 const struct ist_plogp *ist_hier_model(void);
+/* "file", "measured", "built-in" or "none" (the collectives are off), and the seconds
+ * measuring took at MPI_Init (rank 0's; 0 unless measured). */
+const char *ist_hier_model_source(void);
+double ist_hier_model_seconds(void);
+
+/* Measure the lan and wan classes on world into *p (plogp_measure.c); returns the seconds
+ * it took this rank. Collective. */
+double ist_plogp_measure(MPI_Comm world, struct ist_plogp *p);
 /* Rank 0 of comm logs a choice once per (communicator, id, detail). */
 void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

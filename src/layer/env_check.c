@@ -29,7 +29,7 @@ static int check_clusters(const char *spec, char *err, size_t errlen)
         const char *colon = memchr(p, ':', len);
         if (!colon || colon == p || whole(colon + 1, len - (size_t)(colon + 1 - p), 1, 1 << 24) < 0) {
             snprintf(err, errlen, "ISTHMUS_CLUSTERS=%s: '%.*s' is not NAME:RANKS (expected "
-                     "clusters and their ranks, such as east:2,west:2)", spec, (int)len, p);
+                     "clusters and their ranks, such as east:2,west:2, or auto)", spec, (int)len, p);
             return -1;
         }
         p = end ? end + 1 : p + len;
@@ -40,7 +40,7 @@ static int check_clusters(const char *spec, char *err, size_t errlen)
 int ist_env_check_values(const char *clusters, const char *wait, const char *zip_site, char *err,
                          size_t errlen)
 {
-    if (clusters && *clusters && check_clusters(clusters, err, errlen) != 0) return -1;
+    if (clusters && *clusters && strcmp(clusters, "auto") != 0 && check_clusters(clusters, err, errlen) != 0) return -1;
     if (wait && *wait && strcmp(wait, "spin") != 0 && strcmp(wait, "sleep") != 0) {
         snprintf(err, errlen, "ISTHMUS_WAIT=%s: unknown waiting mode (expected spin or sleep)",
                  wait);

@@ -66,7 +66,7 @@ void ist_layer_init(int provided)
         PMPI_Comm_dup(MPI_COMM_WORLD, &layer_comm);
     }
     ist_topology_init(layer_comm);
-    ist_hier_init();
+    ist_hier_init(layer_comm);
     const char *path = getenv("ISTHMUS_PROFILE");
     if (path && *path && !ist_zip_active) {
         if (ist_profiler_init(ist_world_size(), provided == MPI_THREAD_MULTIPLE) == 0) {

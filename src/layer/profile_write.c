@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "discover.h"
+#include "hier.h"
 #include "layer.h"
 #include "profiler.h"
 #include "topology.h"
@@ -197,6 +199,43 @@ static void write_wan(FILE *f, int n, const uint64_t *wan)
     fputs("\n    ]\n  },\n", f);
 }
 
+static void write_class(FILE *f, const char *name, const struct ist_plogp_class *c)
+{
+    fprintf(f, "\"%s\": {\"L_us\": %.3f, \"points\": [", name, c->L);
+    for (int i = 0; i < c->n; i++)
+        fprintf(f, "%s[%ld, %.3f, %.3f, %.3f]", i ? ", " : "", c->sizes[i], c->os[i],
+                c->orecv[i], c->g[i]);
+    fputs("]}", f);
+}
+
+/* How the clusters were found and what the collectives' model was given (docs/profile.md). */
+static void write_discovery(FILE *f)
+{
+    const struct ist_discovery *d = ist_discovery();
+    fprintf(f, "  \"clusters_from\": \"%s\",\n", d->done ? "measured" : "settings");
+    if (d->done) {
+        fprintf(f, "  \"discovery\": {\"seconds\": %.6f, \"hosts\": %d, \"pairs\": %d, "
+                   "\"rounds\": %d, \"careful\": %d, \"cut_us\": %.1f, \"least_rtt_us\": %.1f, "
+                   "\"largest_rtt_us\": %.1f,\n    \"measured\": [",
+                d->seconds, d->hosts, d->pairs, d->rounds, d->careful, d->cut_us, d->lan_rtt_us,
+                d->wan_rtt_us);
+        for (int i = 0; i < d->kept; i++)
+            fprintf(f, "%s[%d, %d, %.1f]", i ? ", " : "", d->pair_rank[2 * i],
+                    d->pair_rank[2 * i + 1], d->pair_rtt_us[i]);
+        fputs("]},\n", f);
+    }
+    const char *source = ist_hier_model_source();
+    fprintf(f, "  \"plogp\": {\"source\": \"%s\", \"seconds\": %.6f", source,
+            ist_hier_model_seconds());
+    if (strcmp(source, "none") != 0) {
+        fputs(", ", f);
+        write_class(f, "lan", &ist_hier_model()->lan);
+        fputs(", ", f);
+        write_class(f, "wan", &ist_hier_model()->wan);
+    }
+    fputs("},\n", f);
+}
+
 static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
                           const struct call_row *rows, const int *row_counts,
                           const uint64_t *matrix, const uint64_t *wan, double ticks_per_second,
@@ -224,6 +263,7 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
 #endif
             ticks_per_second);
     fputs("  \"collective_traffic\": \"arguments\",\n", f);
+    write_discovery(f);
     fprintf(f, "  \"nranks\": %d,\n  \"clusters\": [", n);
     for (int c = 0; c < ist_cluster_count(); c++) {
         if (c) fputs(", ", f);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "discover.h"
+_Static_assert(IST_DISCOVER_NAME == IST_NAME_MAX, "one length for host names");
 #include "zip.h"
 
 struct rank_identity {
@@ -85,12 +87,23 @@ static int cluster_from_blocks(const char *spec, int rank, char out[IST_NAME_MAX
     return found;
 }
 
+/* ISTHMUS_CLUSTERS=auto: the clusters are measured (discover.c), unless a zipper run's
+ * sites say them. */
+static int discovering(void)
+{
+    const char *blocks = getenv("ISTHMUS_CLUSTERS");
+    return blocks && strcmp(blocks, "auto") == 0 && !ist_zip_active;
+}
+
 static void decide_own_cluster(const char *host, char out[IST_NAME_MAX])
 {
     const char *explicit_name = getenv("ISTHMUS_CLUSTER");
     const char *patterns = getenv("ISTHMUS_CLUSTER_PATTERNS");
     const char *blocks = getenv("ISTHMUS_CLUSTERS");
-    if (explicit_name && *explicit_name) {
+    if (blocks && strcmp(blocks, "auto") == 0) blocks = NULL;
+    if (discovering()) {
+        copy_name(out, "measured");
+    } else if (explicit_name && *explicit_name) {
         copy_name(out, explicit_name);
     } else if (patterns && *patterns && cluster_from_patterns(patterns, host, out)) {
         /* matched a host pattern */
@@ -142,7 +155,7 @@ int ist_topology_init(MPI_Comm world_dup)
     rank_cluster = calloc((size_t)world_size, sizeof *rank_cluster);
     rank_host = calloc((size_t)world_size, sizeof *rank_host);
     const char *blocks = getenv("ISTHMUS_CLUSTERS");
-    if (blocks && *blocks) {
+    if (blocks && *blocks && strcmp(blocks, "auto") != 0) {
         char *copy = strdup(blocks), *save = NULL;
         for (char *e = strtok_r(copy, ",", &save); e && nclusters < 64; e = strtok_r(NULL, ",", &save)) {
             char *colon = strrchr(e, ':');
@@ -151,9 +164,26 @@ int ist_topology_init(MPI_Comm world_dup)
         }
         free(copy);
     }
-    for (int r = 0; r < world_size; r++) {
-        rank_cluster[r] = find_or_add_cluster(all[r].cluster);
-        copy_name(rank_host[r], all[r].host);
+    for (int r = 0; r < world_size; r++) copy_name(rank_host[r], all[r].host);
+    if (discovering()) {
+        /* clusters c0, c1, ... numbered by their lowest rank */
+        int *host_of = malloc((size_t)world_size * sizeof *host_of);
+        for (int r = 0; r < world_size; r++) {
+            host_of[r] = r;
+            for (int q = 0; q < r; q++)
+                if (strcmp(rank_host[q], rank_host[r]) == 0) {
+                    host_of[r] = q;
+                    break;
+                }
+        }
+        ist_discover(world_dup, (const char(*)[IST_DISCOVER_NAME])rank_host, host_of, rank_cluster);
+        for (int r = 0; r < world_size; r++) {
+            if (rank_cluster[r] >= nclusters) nclusters = rank_cluster[r] + 1;
+            snprintf(cluster_names[rank_cluster[r]], IST_NAME_MAX, "c%d", rank_cluster[r]);
+        }
+        free(host_of);
+    } else {
+        for (int r = 0; r < world_size; r++) rank_cluster[r] = find_or_add_cluster(all[r].cluster);
     }
     free(all);
 

@@ -126,6 +126,7 @@ CASES = [
     ),
     platform("mtu too small", _with('queue = "1MiB"', 'queue = "1MiB"\nmtu = 100'), "mtu"),
     platform("placement unknown", BASE + '\n[layer]\nplacement = "random"\n', "layer.placement"),
+    platform("clusters unknown", BASE + '\n[layer]\nclusters = "guess"\n', "layer.clusters"),
     platform(
         "collectives mode unknown", BASE + '\n[layer]\ncollectives = "fast"\n', "layer.collectives"
     ),

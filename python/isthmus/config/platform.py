@@ -17,6 +17,7 @@ from isthmus import records
 from isthmus.config import collectives as coll_registry
 from isthmus.config.reader import Reader, parse_link
 from isthmus.config.topology import (
+    CLUSTER_SOURCES,
     COLLECTIVE_NAMES,
     COLLECTIVE_SELECTIONS,
     COLLECTIVES_MODES,
@@ -39,6 +40,7 @@ from isthmus.errors import UserError
 
 # The model of a platform is topology.py's; callers take it from here with the parser.
 __all__ = [
+    "CLUSTER_SOURCES",
     "COLLECTIVES_MODES",
     "COLLECTIVE_NAMES",
     "COLLECTIVE_SELECTIONS",
@@ -222,12 +224,15 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
                     "expected at most that many",
                 )
 
-    lt = r.table(top.get("layer", {}), "layer", ("collectives", "wait", "profile", "placement"))
+    lt = r.table(
+        top.get("layer", {}), "layer", ("collectives", "wait", "profile", "placement", "clusters")
+    )
     profile = r.boolean(lt, "layer", "profile", False)
     layer = LayerSettings(
         collectives=r.choice(lt, "layer", "collectives", "native", COLLECTIVES_MODES),
         wait=r.choice(lt, "layer", "wait", "auto", WAIT_MODES),
         placement=r.choice(lt, "layer", "placement", "block", PLACEMENTS),
+        clusters=r.choice(lt, "layer", "clusters", "platform", CLUSTER_SOURCES),
         profile=profile,
     )
     description = top.get("description", "")

@@ -23,6 +23,8 @@ WAIT_MODES = ("auto", "spin", "sleep")
 
 
 PLACEMENTS = ("block", "round-robin")
+# layer.clusters: the platform's clusters, or the layer measures them (docs/layer.md)
+CLUSTER_SOURCES = ("platform", "auto")
 
 
 LINK_KEYS = (
@@ -91,6 +93,7 @@ class LayerSettings:
     wait: str = "auto"
     profile: bool = False
     placement: str = "block"  # how world ranks map onto clusters
+    clusters: str = "platform"  # "auto": the layer finds the clusters by measuring
 
 
 # The WAN-aware collectives by their selector names (src/coll/registry.toml).

@@ -79,12 +79,14 @@ def layer_environment(
         "ISTHMUS_PLATFORM_NAME": platform.name,
         "ISTHMUS_GIT_REVISION": paths.git_revision(),
     }
-    if platform.emulated:
+    if platform.layer.clusters == "auto":  # the layer measures them (src/layer/discover.c)
+        env["ISTHMUS_CLUSTERS"] = "auto"
+    elif platform.emulated:
         env["ISTHMUS_CLUSTERS"] = ",".join(f"{n}:{k}" for n, k in platform.rank_blocks())
     patterns = [
         f"{c.name}={','.join(c.host_patterns)}" for c in platform.clusters if c.host_patterns
     ]
-    if patterns:
+    if patterns and platform.layer.clusters != "auto":
         env["ISTHMUS_CLUSTER_PATTERNS"] = ";".join(patterns)
     if profile is not None:
         env["ISTHMUS_PROFILE"] = str(profile)
@@ -133,6 +135,8 @@ def collective_environment(platform: Platform, workdir: Path) -> dict[str, str]:
         params = plogp.read(c.params)
         plogp.check_platform(params, platform, c.params)
         env["ISTHMUS_PLOGP"] = str(c.params.resolve())
+    elif platform.layer.clusters == "auto":
+        env["ISTHMUS_PLOGP"] = "measure"  # the layer measures the links it found
     elif len(platform.clusters) > 1:
         derived = workdir / "plogp.txt"
         plogp.write(plogp.from_platform(platform), derived)

@@ -204,6 +204,10 @@ def run(req: RunRequest) -> int:
                         "name": req.platform.name,
                         "path": str(req.platform.path),
                         "overrides": list(req.overrides),
+                        # what discovery (layer.clusters = "auto") is checked against
+                        "rank_clusters": req.platform.rank_clusters()[:nranks]
+                        if req.platform.emulated
+                        else None,
                     },
                     "mpi": impl.name,
                     "nranks": nranks,

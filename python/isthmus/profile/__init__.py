@@ -22,6 +22,7 @@ from rich.table import Table
 from isthmus import records
 from isthmus.config.units import format_size
 from isthmus.errors import UserError
+from isthmus.profile import discovery
 
 SCHEMA = "isthmus-profile"
 VERSION = 1
@@ -205,6 +206,8 @@ def show(p: Profile, console: Console) -> None:
             f"app: {' '.join(run.get('app', []))}   platform: {run['platform']['name']}"
             f"   exit code: {run.get('exit_code')}   git: {run.get('git_revision')}"
         )
+
+    discovery.show(d, console)
 
     ranks = Table(title="Time per rank (application time: MPI_Init to MPI_Finalize)")
     for col in ("rank", "cluster", "host", "app s", "MPI s", "MPI %"):
