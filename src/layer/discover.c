@@ -1,27 +1,26 @@
-/* Finding the clusters by measuring round trips (ISTHMUS_CLUSTERS=auto, docs/layer.md).
+/* Finding the clusters by measuring round trips (ISTHMUS_CLUSTERS=auto; docs/layer.md,
+ * "Discovery", has the method step by step).
  *
  * When: layer.clusters = "auto" (isthmus run sets ISTHMUS_CLUSTERS=auto), at MPI_Init,
  * before anything else talks on the layer's communicator.
  *
- * How: ranks on one host are in one cluster (the host names say so). One rank per host
- * (its lowest) measures 8-byte round trips to a sample of the other hosts: those at
- * distance 1, 2, 4, ... in host order, cyclically (every pair when there are at most 4
- * hosts), all at once, SAMPLES times, keeping the least: a round trip can only be
- * lengthened by noise, never shortened below the link's. The measurements are combined by
- * one Allreduce (max over an array with one slot per pair), so every rank decides the
- * same from the same figures. Local round trips are those below the first gap of at least
- * CUT_RATIO in their sorted list (the smallest class is the LAN; a second, slower WAN link
- * is then a WAN class too, not a cut inside the WAN); hosts joined by a local one are in
- * one cluster (union-find). Two groups that no measured pair separates may yet be one
- * cluster the sample missed (hosts of a cluster at distances that are no power of two):
- * one pair between their first hosts is measured, in a further round, until every two
- * groups have a measured wide-area pair between them.
+ * How: ranks on one host are one cluster. One rank per host measures 8-byte round trips
+ * to a sample of the other hosts (sample_pairs: O(H log H) pairs), all pairs at once,
+ * keeping the least of a few (noise only lengthens a round trip); one Allreduce gives
+ * every rank the same figures, so every rank decides the same. Local round trips are
+ * those below the first gap of CONFIDENT_RATIO in their sorted list, from the smallest up
+ * (the smallest class is the LAN; a slower second wide-area class above it is no cut
+ * inside the clusters). With no such gap, or a gap of CUT_RATIO below it, the short round
+ * trips are measured again one pair at a time (discover_measure.c), where the noise of
+ * ranks taking turns on the cores is gone, and the first gap of CUT_RATIO cuts. Hosts
+ * joined by a local round trip are one cluster (union-find); two groups not yet told
+ * apart by a measurement, or apart by a round trip far below both's to every other group,
+ * have a pair between them measured, until every two groups are apart (group()).
  *
- * Cost: about SAMPLES + 2 wide-area round trips (the samples, the Allreduce), plus the
- * same for each verifying round (none when the sample holds a local pair of every
- * cluster); O(H log H) pairs for H hosts. A cluster whose every pair to the others was
- * measured as local cannot be told apart: with one host per cluster and no local pair
- * anywhere to compare with, every host is one cluster. */
+ * Cost: about 6 wide-area round trips (an untimed exchange per pair, 3 timed ones, the
+ * Allreduce's), plus a few local round trips per careful pair and as many rounds as
+ * verifying takes (none when the sample held a local pair of every cluster). Limit: a
+ * cluster of one host among clusters of one host has no local pair to compare with. */
 #include "discover.h"
 
 #include <math.h>

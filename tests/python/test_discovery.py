@@ -27,8 +27,7 @@ def test_same_partition_ignores_names() -> None:
 @pytest.mark.parametrize(
     ("mpi", "platform", "placement"),
     [
-        ("openmpi", TWO_CLUSTERS, "round-robin"),
-        ("mpich", TWO_CLUSTERS, "block"),
+        ("mpich", TWO_CLUSTERS, "block"),  # round-robin, both MPIs: the experiment's --quick
         ("mpich", PLATFORMS / "three-sites-slow-link.toml", "round-robin"),
     ],
 )

@@ -30,6 +30,7 @@ from isthmus.config import paths
 from isthmus.errors import UserError
 from isthmus.experiment import all_names, provenance
 from isthmus.records import atomic
+from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_apps as apps
 from isthmus.report import blocks_net as net
 from isthmus.report import render_zipper as z
@@ -102,6 +103,9 @@ BLOCKS.update(
         "net/wait-mode": Block("net/wait-mode", net.block_wait_mode),
         "net/mpi-bandwidth": Block("net/mpi-bandwidth", net.block_mpi_bandwidth,
                                    net.plot_mpi_bandwidth, "results/net/mpi-bandwidth.png"),
+        "adaptive/discovery": Block("adaptive/discovery", adaptive.block_discovery,
+                                    adaptive.plot_discovery, "results/adaptive/discovery.png"),
+        "adaptive/params": Block("adaptive/params", adaptive.block_params),
         "zipper/p2p": Block("zipper/p2p", z.block_p2p, z.plot_p2p, "results/zipper/p2p.png"),
         "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
                                 "results/zipper/zippers.png"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isthmus.config import paths
+from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_collectives, blocks_grid, results
 
 TARGETS_FILE = paths.ROOT / "experiments" / "targets.toml"
@@ -340,6 +341,9 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "zipper-aggregate-4": lambda res: _zipper(res, "aggregate_4"),
     "zipper-one-pair": lambda res: _zipper(res, "one_pair_2"),
     "zipper-collectives": lambda res: _zipper_collectives(res),
+    "discovery-exact": lambda res: Measured(*adaptive.exact_clusters(res)),
+    "discovery-budget": lambda res: Measured(*adaptive.init_budget(res)),
+    "discovered-params": lambda res: Measured(*adaptive.params_within(res)),
 }
 
 
