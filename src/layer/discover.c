@@ -34,6 +34,10 @@
 #define CUT_RATIO 2.0
 #define VERIFY_ROUNDS 8
 #define CONFIDENT_RATIO 4.0 /* a gap this large in the sample needs no careful round */
+/* Longer round trips are not measured carefully: the noise of ranks taking turns on the
+ * cores (a millisecond at most, seen here) cannot hide a gap among them, and a careful
+ * pair costs 9 of its round trips. */
+#define CAREFUL_MAX_US 5000.0
 
 static struct ist_discovery found;
 
@@ -103,7 +107,11 @@ static double local_cut(const double *rtt, int n)
             first = sqrt(v[i] * v[i + 1]);
             first_ratio = ratio;
         }
-        if (ratio >= CONFIDENT_RATIO) {
+        /* a clear gap, or one holding a single round trip (a local one that noise
+         * lengthened, or a lone slower pair): the cut goes below it */
+        int lone = ratio >= CUT_RATIO && i + 2 < m &&
+                   v[i + 2] / v[i] >= CONFIDENT_RATIO * CUT_RATIO;
+        if (ratio >= CONFIDENT_RATIO || lone) {
             cut = sqrt(v[i] * v[i + 1]);
             cut_ratio = ratio;
         }
@@ -246,7 +254,7 @@ void ist_discover(MPI_Comm comm, const char (*names)[IST_DISCOVER_NAME], const i
     if (found.unsure > 0 && hosts > 1) {
         /* small gaps only, or below the clear one: those pairs again, one at a time, the
          * pairs of each group together */
-        double unsure = found.unsure;
+        double unsure = fmin(found.unsure, CAREFUL_MAX_US);
         struct ist_host_pair *q = malloc((size_t)(n + 1) * sizeof *q);
         int *slot = malloc((size_t)(n + 1) * sizeof *slot), k = 0;
         for (int g = 0; g < hosts; g++)

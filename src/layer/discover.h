@@ -45,7 +45,7 @@ double ist_now_us(void);
 
 /* ---- between discover.c and discover_measure.c ---- */
 #define IST_DISCOVER_SAMPLES 3         /* round trips per pair, all pairs at once */
-#define IST_DISCOVER_CAREFUL_SAMPLES 8 /* per pair, one pair at a time */
+#define IST_DISCOVER_CAREFUL_SAMPLES 12/* per pair, one pair at a time */
 
 struct ist_host_pair {
     int a, b; /* host numbers, a < b */

@@ -10,7 +10,8 @@ MPI_Init). The order of the two alternates by repetition.
 [params]
   cases = [{name = "...", platform = "examples/platforms/...", set = ["KEY=VALUE", ...]}]
 
-A row per (case, MPI): how many repetitions found the platform's clusters exactly; the
+A row per (case, MPI): how many repetitions found the platform's clusters exactly (a run
+that did not finish in 2 minutes counts as not, and its message is kept); the
 time MPI_Init took longer with discovery (the slowest rank's MPI_Init, auto minus
 platform, paired by repetition); the time rank 0 spent in discovery and in measuring the
 parameters; and the budget the issue sets, 50 ms plus 20 round trips of the platform's
@@ -64,7 +65,7 @@ def _launch(case: dict[str, Any], mpi: str, mode: str, work: Path, label: str) -
     sets = [*case.get("set", []), "layer.collectives=isthmus", f"layer.clusters={mode}"]
     args = [
         "run", "-p", str(paths.ROOT / case["platform"]), *(x for s in sets for x in ("--set", s)),
-        "--mpi", mpi, "--profile", str(prof), "--timeout", "5min", "--",
+        "--mpi", mpi, "--profile", str(prof), "--timeout", "2min", "--",
         str(paths.program(mpi, "pingpong")), "--min-size", "8", "--max-size", "8",
         "--seconds-per-size", "0.05",
     ]  # fmt: skip
@@ -96,7 +97,13 @@ def _launch(case: dict[str, Any], mpi: str, mode: str, work: Path, label: str) -
 def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     case = exp.params["cases"][step.spec["case"]]
     order = MODES if step.spec["rep"] % 2 == 0 else MODES[::-1]
-    return {m: _launch(case, step.spec["mpi"], m, work, step.label) for m in order}
+    out: dict[str, Any] = {}
+    for m in order:
+        try:
+            out[m] = _launch(case, step.spec["mpi"], m, work, step.label)
+        except UserError as e:  # a run that did not finish is a result too: it counts
+            out[m] = {"failed": str(e)}
+    return out
 
 
 def slowest_round_trip_ms(case: dict[str, Any]) -> float:
@@ -120,13 +127,17 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
                     if s.spec["case"] == i and s.spec["mpi"] == mpi]  # fmt: skip
             if not runs:
                 continue
-            auto = [r["auto"] for r in runs]
-            added = [1e3 * (r["auto"]["init_max_s"] - r["platform"]["init_max_s"]) for r in runs]
+            done = [r for r in runs if "failed" not in r["auto"] and "failed" not in r["platform"]]
+            auto = [r["auto"] for r in done]
+            if not auto:
+                continue
+            added = [1e3 * (r["auto"]["init_max_s"] - r["platform"]["init_max_s"]) for r in done]
             measured = [1e3 * (a["discovery_s"] + a["params_s"]) for a in auto]
             budget = 50 + 20 * rtt
             out.append({
                 "case": case["name"], "mpi": mpi, "ranks": len(auto[0]["found"]),
-                "exact": sum(a["exact"] for a in auto), "runs": len(auto),
+                "exact": sum(a["exact"] for a in auto), "runs": len(runs),
+                "failed": [r[m]["failed"] for r in runs for m in MODES if "failed" in r[m]],
                 "wrong": [a["found"] for a in auto if not a["exact"]],
                 "slowest_rtt_ms": rtt, "budget_ms": budget,
                 "added_init_ms": spread_stats(added),
