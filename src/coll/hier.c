@@ -73,13 +73,7 @@ int ist_hier_settings(char *err, size_t errlen)
 static void default_class(struct ist_plogp_class *c, double L, double rate)
 {
     static long sizes[2] = {0, 1 << 20};
-    c->present = 1;
-    c->L = L;
-    c->n = 2;
-    c->sizes = malloc(2 * sizeof(long));
-    c->os = malloc(2 * sizeof(double));
-    c->orecv = malloc(2 * sizeof(double));
-    c->g = malloc(2 * sizeof(double));
+    if (ist_plogp_class_init(c, L, 2) != 0) return;
     for (int i = 0; i < 2; i++) {
         c->sizes[i] = sizes[i];
         c->os[i] = c->orecv[i] = 2 + sizes[i] / 5e3;

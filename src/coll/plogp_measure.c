@@ -146,11 +146,6 @@ static void receiver(MPI_Comm comm, int peer, char *buf, const long *size, int w
             arrived[n++] = ist_now_us();
         } while (st.MPI_TAG != TAG_LAST && n < TRAIN_MAX);
         double g = train_gap(arrived, n);
-        if (getenv("ISTHMUS_COLL_LOG")) {
-            fprintf(stderr, "train %d n %d:", k, n);
-            for (int i = 0; i < n; i++) fprintf(stderr, " %.0f", arrived[i] - arrived[0]);
-            fprintf(stderr, "\n");
-        }
         exchange(1, &g, (int)sizeof g, peer, TAG_LOGP, comm);
     }
 }
@@ -173,13 +168,7 @@ static void measure_class(MPI_Comm comm, int a, int b, int wide, const double *l
     ist_bcast_waiting(&m, (int)(sizeof m / sizeof(double)), MPI_DOUBLE, a, comm);
     if (wide) /* the lan class's, or the send's when there is none */
         for (int k = 0; k < 2; k++) m.orecv[k] = lan_or ? lan_or[k] : m.os[k];
-    c->present = 1;
-    c->L = m.L;
-    c->n = 2;
-    c->sizes = malloc(2 * sizeof(long));
-    c->os = malloc(2 * sizeof(double));
-    c->orecv = malloc(2 * sizeof(double));
-    c->g = malloc(2 * sizeof(double));
+    if (ist_plogp_class_init(c, m.L, 2) != 0) return;
     for (int k = 0; k < 2; k++) {
         c->sizes[k] = size[k];
         c->os[k] = m.os[k];

@@ -27,6 +27,9 @@ struct ist_plogp {
  * reason in err. */
 int ist_plogp_read(const char *path, struct ist_plogp *p, char *err, size_t errlen);
 void ist_plogp_free(struct ist_plogp *p);
+/* Make c a present class of latency L with room for n points (sizes, os, or, g); the
+ * caller fills them. Returns 0, or -1 when out of memory. */
+int ist_plogp_class_init(struct ist_plogp_class *c, double L, int n);
 
 /* The piecewise-linear value of ys at size m (python: plogp.interpolate). */
 double ist_plogp_at(const struct ist_plogp_class *c, const double *ys, double m);

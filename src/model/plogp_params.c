@@ -24,6 +24,18 @@ double ist_plogp_at(const struct ist_plogp_class *c, const double *ys, double x)
     return y > 0 ? y : 0.0;
 }
 
+int ist_plogp_class_init(struct ist_plogp_class *c, double L, int n)
+{
+    c->present = 1;
+    c->L = L;
+    c->n = n;
+    c->sizes = malloc((size_t)n * sizeof(long));
+    c->os = malloc((size_t)n * sizeof(double));
+    c->orecv = malloc((size_t)n * sizeof(double));
+    c->g = malloc((size_t)n * sizeof(double));
+    return c->sizes && c->os && c->orecv && c->g ? 0 : -1;
+}
+
 static struct ist_plogp_class *class_named(struct ist_plogp *p, const char *name)
 {
     if (strcmp(name, "lan") == 0) return &p->lan;
