@@ -39,7 +39,10 @@ from pathlib import Path
 HAND_WRITTEN = [("init", "MPI_Init"), ("init", "MPI_Init_thread"), ("init", "MPI_Finalize")]
 
 # Blocking functions whose sleeping form is written by hand in sleep_wait.c.
-HAND_SLEEP = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Probe", "MPI_Sendrecv"}
+HAND_SLEEP = {
+    "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Probe", "MPI_Sendrecv",
+    "MPI_Comm_dup", "MPI_Comm_split", "MPI_Comm_create",
+}  # fmt: skip
 
 # The functions src/zip carries across forwarders (zip_calls.c, zip_persist.c, zip_icoll.c):
 # ist_zip_X(args..., int *rc) returns 1 when it served the call.

@@ -255,8 +255,8 @@ static struct ist_hier *build(MPI_Comm comm)
         MPI_Comm_dup(comm, &h->comm);
         MPI_Comm_split(comm, h->my_cluster, h->rank, &h->local);
     } else if (!h->single) {
-        PMPI_Comm_dup(comm, &h->comm);
-        PMPI_Comm_split(comm, h->my_cluster, h->rank, &h->local);
+        ist_own_comm_dup(comm, &h->comm);
+        ist_own_comm_split(comm, h->my_cluster, h->rank, &h->local);
     }
     return h;
 }
@@ -412,7 +412,7 @@ static int way_of(struct ist_hier *h, enum ist_coll_id id, long bytes)
     default: break;
     }
     long mine = IST_BYTES_LOCAL(bytes), agreed = 0;
-    PMPI_Allreduce(&mine, &agreed, 1, MPI_LONG, MPI_MAX, h->comm);
+    ist_own_allreduce(&mine, &agreed, 1, MPI_LONG, MPI_MAX, h->comm); /* never spanning sites */
     return remembered(h, id, agreed, decide);
 }
 

@@ -7,7 +7,9 @@
  *
  * With $ISTHMUS_STATUS_DIR set it stays as the rank's parent: it passes on the signals a
  * launcher sends, and writes how the rank ended to $ISTHMUS_STATUS_DIR/rank-N
- * ("exit CODE NS HOST" or "signal SIG NS HOST", NS a CLOCK_MONOTONIC time). Launchers report the
+ * ("exit CODE NS HOST" or "signal SIG NS HOST", NS a CLOCK_MONOTONIC time), and while it
+ * runs its process id to $ISTHMUS_STATUS_DIR/pid-N ("PID HOST": `isthmus run` takes the
+ * ranks' backtraces from it when a run exceeds its --timeout). Launchers report the
  * job's status differently (MPICH's Hydra returns the signal it killed the other ranks
  * with), so `isthmus run` takes the earliest failure from these files instead. The
  * program gets SIGKILL if isthmus-exec dies, so a rank never outlives it.
@@ -146,6 +148,16 @@ static int check_paths(void)
     return 0;
 }
 
+/* The host, for the messages naming a rank: the namespace under emulation, the
+ * machine's name otherwise. */
+static void host_name(char *host, size_t size)
+{
+    const char *h = getenv("ISTHMUS_HOST");
+    if (h && *h) snprintf(host, size, "%s", h);
+    else if (gethostname(host, size - 1) != 0) snprintf(host, size, "?");
+    host[strcspn(host, " \t\n")] = '\0';
+}
+
 static void write_status(const char *dir, int wstatus)
 {
     char path[4096];
@@ -155,15 +167,22 @@ static void write_status(const char *dir, int wstatus)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-    /* The host, for the message naming the rank that failed: the namespace under
-     * emulation, the machine's name otherwise. */
     char host[256] = "";
-    const char *h = getenv("ISTHMUS_HOST");
-    if (h && *h) snprintf(host, sizeof host, "%s", h);
-    else if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
-    host[strcspn(host, " \t\n")] = '\0';
+    host_name(host, sizeof host);
     if (WIFSIGNALED(wstatus)) fprintf(f, "signal %d %lld %s\n", WTERMSIG(wstatus), ns, host);
     else fprintf(f, "exit %d %lld %s\n", WEXITSTATUS(wstatus), ns, host);
+    fclose(f);
+}
+
+static void write_pid(const char *dir, pid_t pid)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pid-%s", dir, rank_id());
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    char host[256] = "";
+    host_name(host, sizeof host);
+    fprintf(f, "%d %s\n", (int)pid, host);
     fclose(f);
 }
 
@@ -183,6 +202,7 @@ static int run_as_parent(char **argv, const char *status_dir)
         _exit(127);
     }
     child_pid = pid;
+    write_pid(status_dir, pid);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = forward;

@@ -53,8 +53,30 @@ int ist_env_check_values(const char *clusters, const char *wait, const char *zip
     return 0;
 }
 
+int ist_env_check_zip(const char *zip_sites, const char *clusters, const char *plogp, char *err,
+                      size_t errlen)
+{
+    if (!zip_sites || !*zip_sites) return 0;
+    /* Discovery and the P-LogP measurement send to world ranks with the site's own MPI,
+     * which reaches only this site's ranks. */
+    if (clusters && strcmp(clusters, "auto") == 0) {
+        snprintf(err, errlen, "ISTHMUS_CLUSTERS=auto: clusters cannot be discovered across "
+                 "zipper hosts (expected the platform's clusters)");
+        return -1;
+    }
+    if (plogp && strcmp(plogp, "measure") == 0) {
+        snprintf(err, errlen, "ISTHMUS_PLOGP=measure: the P-LogP parameters cannot be measured "
+                 "across zipper hosts (expected a parameters file, or none)");
+        return -1;
+    }
+    return 0;
+}
+
 int ist_env_check(char *err, size_t errlen)
 {
-    return ist_env_check_values(getenv("ISTHMUS_CLUSTERS"), getenv("ISTHMUS_WAIT"),
-                                getenv("ISTHMUS_ZIP_SITE"), err, errlen);
+    if (ist_env_check_values(getenv("ISTHMUS_CLUSTERS"), getenv("ISTHMUS_WAIT"),
+                             getenv("ISTHMUS_ZIP_SITE"), err, errlen) != 0)
+        return -1;
+    return ist_env_check_zip(getenv("ISTHMUS_ZIP_SITES"), getenv("ISTHMUS_CLUSTERS"),
+                             getenv("ISTHMUS_PLOGP"), err, errlen);
 }

@@ -63,7 +63,7 @@ void ist_layer_init(int provided)
         ist_sleep_wait = 1;
         MPI_Comm_dup(MPI_COMM_WORLD, &layer_comm); /* spans the sites: src/zip carries it */
     } else {
-        PMPI_Comm_dup(MPI_COMM_WORLD, &layer_comm);
+        ist_own_comm_dup(MPI_COMM_WORLD, &layer_comm);
     }
     ist_topology_init(layer_comm);
     ist_hier_init(layer_comm);

@@ -42,6 +42,16 @@ int ist_sleepwait_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int ist_sleepwait_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
                            int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                            int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int ist_sleepwait_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int ist_sleepwait_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int ist_sleepwait_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+/* The layer's own collective calls on native communicators, waiting as the application's
+ * calls do (sleep_wait.c says how). */
+int ist_own_comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int ist_own_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int ist_own_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                      MPI_Comm comm);
+int ist_own_allgather(const void *in, int count, MPI_Datatype type, void *out, MPI_Comm comm);
 
 /* MPICH only (mpich_finalize.c): keep UCX progressing while MPI_Finalize waits on PMI. */
 #ifdef MPICH_VERSION

@@ -8,7 +8,8 @@
  * cap bounds the delay a sleep adds to a message that arrives meanwhile. The generated
  * wrappers use these forms when ist_sleep_wait is set (isthmus run sets it when the
  * ranks outnumber the cores, or as the platform's layer.wait says). Collectives on
- * intercommunicators keep the blocking call (tools/genwrap.py says why). */
+ * intercommunicators keep the blocking call (tools/genwrap.py says why). Making a
+ * communicator waits the same way (the last section). */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,4 +101,67 @@ int ist_sleepwait_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype send
     rc = ist_sleepwait_Waitall(2, req, st);
     if (status != MPI_STATUS_IGNORE) *status = st[0];
     return rc;
+}
+
+/* ---- communicator set-up and the layer's own collective calls -----------------------
+ * Making a communicator is collective: a rank that arrives first waits inside the MPI
+ * for the others (Open MPI's context-id agreement spins with sched_yield, issue 43's
+ * stalls had 7 of 8 ranks there). In sleep mode MPI_Comm_dup waits through
+ * MPI_Comm_idup; MPI_Comm_split and MPI_Comm_create have no nonblocking form: a sleeping
+ * barrier first, so that every rank enters the blocking call together. The calls the
+ * layer makes for itself (a hierarchy's duplicate and split, the v-forms' size
+ * agreement, the topology's exchange at MPI_Init) wait the same way. */
+
+static int sleeping_barrier(MPI_Comm comm)
+{
+    MPI_Request r;
+    int rc = PMPI_Ibarrier(comm, &r);
+    return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
+}
+
+int ist_sleepwait_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    MPI_Request r;
+    int rc = PMPI_Comm_idup(comm, newcomm, &r);
+    return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
+}
+
+int ist_sleepwait_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    int rc = sleeping_barrier(comm);
+    return rc != MPI_SUCCESS ? rc : PMPI_Comm_split(comm, color, key, newcomm);
+}
+
+int ist_sleepwait_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    int rc = sleeping_barrier(comm);
+    return rc != MPI_SUCCESS ? rc : PMPI_Comm_create(comm, group, newcomm);
+}
+
+int ist_own_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return ist_sleep_wait ? ist_sleepwait_Comm_dup(comm, newcomm) : PMPI_Comm_dup(comm, newcomm);
+}
+
+int ist_own_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    return ist_sleep_wait ? ist_sleepwait_Comm_split(comm, color, key, newcomm)
+                          : PMPI_Comm_split(comm, color, key, newcomm);
+}
+
+int ist_own_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                      MPI_Comm comm)
+{
+    if (!ist_sleep_wait) return PMPI_Allreduce(in, out, count, type, op, comm);
+    MPI_Request r;
+    int rc = PMPI_Iallreduce(in, out, count, type, op, comm, &r);
+    return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
+}
+
+int ist_own_allgather(const void *in, int count, MPI_Datatype type, void *out, MPI_Comm comm)
+{
+    if (!ist_sleep_wait) return PMPI_Allgather(in, count, type, out, count, type, comm);
+    MPI_Request r;
+    int rc = PMPI_Iallgather(in, count, type, out, count, type, comm, &r);
+    return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
 }

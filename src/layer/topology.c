@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "discover.h"
+#include "layer.h"
 _Static_assert(IST_DISCOVER_NAME == IST_NAME_MAX, "one length for host names");
 #include "zip.h"
 
@@ -147,7 +148,7 @@ int ist_topology_init(MPI_Comm world_dup)
     if (ist_zip_active) /* across the sites: the layer's wrapper carries it */
         MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, world_dup);
     else
-        PMPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, world_dup);
+        ist_own_allgather(&me, (int)sizeof me, MPI_BYTE, all, world_dup);
 
     /* Cluster numbers follow the platform's order when the block list gives one, then the
      * order in which ranks name new clusters. */

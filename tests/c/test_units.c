@@ -120,6 +120,15 @@ int main(void)
     expect(ist_env_check_values(NULL, "nap", NULL, err, sizeof err) != 0 &&
                strcmp(err, "ISTHMUS_WAIT=nap: unknown waiting mode (expected spin or sleep)") == 0,
            "ISTHMUS_WAIT=nap");
+    expect(ist_env_check_zip("0,1", "auto", NULL, err, sizeof err) != 0 &&
+               strstr(err, "ISTHMUS_CLUSTERS=auto") != NULL,
+           "discovery across zipper hosts is refused");
+    expect(ist_env_check_zip("0,1", "east:2,west:2", "measure", err, sizeof err) != 0 &&
+               strstr(err, "ISTHMUS_PLOGP=measure") != NULL,
+           "the P-LogP measurement across zipper hosts is refused");
+    expect(ist_env_check_zip(NULL, "auto", "measure", err, sizeof err) == 0 &&
+               ist_env_check_zip("0,1", "east:2", "/some/params.json", err, sizeof err) == 0,
+           "without zipper hosts, or with a parameters file, nothing is refused");
     expect(ist_env_check_values(NULL, NULL, "-1", err, sizeof err) != 0 &&
                ist_env_check_values(NULL, NULL, "1x", err, sizeof err) != 0,
            "ISTHMUS_ZIP_SITE must be a site number");

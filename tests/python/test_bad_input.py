@@ -128,6 +128,11 @@ CASES = [
     platform("placement unknown", BASE + '\n[layer]\nplacement = "random"\n', "layer.placement"),
     platform("clusters unknown", BASE + '\n[layer]\nclusters = "guess"\n', "layer.clusters"),
     platform(
+        "discovery across zipper hosts",
+        ZIPPER + '\n[layer]\nclusters = "auto"\n',
+        "cannot discover clusters across zipper hosts",
+    ),
+    platform(
         "collectives mode unknown", BASE + '\n[layer]\ncollectives = "fast"\n', "layer.collectives"
     ),
     platform(

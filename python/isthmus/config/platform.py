@@ -235,6 +235,12 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
         clusters=r.choice(lt, "layer", "clusters", "platform", CLUSTER_SOURCES),
         profile=profile,
     )
+    if layer.clusters == "auto" and zippers:
+        # Discovery and the P-LogP measurement reach only the site's own ranks.
+        raise r.fail(
+            "layer.clusters",
+            '"auto" cannot discover clusters across zipper hosts: expected "platform"',
+        )
     description = top.get("description", "")
     if not isinstance(description, str):
         raise r.fail("description", f"expected a string, got {description!r}")

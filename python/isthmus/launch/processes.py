@@ -72,9 +72,11 @@ def launch(
     timeout: float | None,
     alive: Callable[[], bool] | None = None,
     stdout: IO[bytes] | None = None,
+    on_timeout: Callable[[], None] | None = None,
 ) -> tuple[int, str | None]:
     """Run the launcher in its own process group; return (exit code, why it was stopped:
-    None, "timeout", "network", or the name of the signal that stopped isthmus)."""
+    None, "timeout", "network", or the name of the signal that stopped isthmus).
+    on_timeout runs when the deadline passes, before anything is stopped."""
     proc = subprocess.Popen(
         cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
     )
@@ -96,6 +98,8 @@ def launch(
             except subprocess.TimeoutExpired:
                 if deadline is not None and time.monotonic() >= deadline:
                     stopped = "timeout"
+                    if on_timeout is not None:
+                        on_timeout()
                 elif alive is not None and not alive():
                     stopped = "network"
                 if stopped:
@@ -136,12 +140,13 @@ def launch_all(
     timeout: float | None,
     alive: Callable[[], bool] | None,
     stdout: IO[bytes] | None,
+    on_timeout: Callable[[], None] | None = None,
 ) -> tuple[int, str | None]:
     """Run the forwarders and the sites' launchers, each in its own process group, until
     every launcher has ended; the first that fails (a launcher or forwarder that exits
     other than 0) stops all the others at once. Returns (exit code, why it was stopped:
     None, "timeout", "network", the name of the signal that stopped isthmus, or the message
-    naming the process that failed first)."""
+    naming the process that failed first). on_timeout as launch's."""
     every = forwarders + launchers
     for p in every:
         p.proc = subprocess.Popen(
@@ -170,6 +175,8 @@ def launch_all(
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 stopped = "timeout"
+                if on_timeout is not None:
+                    on_timeout()
                 break
             if alive is not None and not alive():
                 stopped = "network"
@@ -247,7 +254,11 @@ def zipped_processes(
         }
         cmd = ["ip", "netns", "exec", namespaces[ranks[0]]]
         cmd += impl.launch_command(len(ranks), sorted(env), argv)
+        # Open MPI 4.1's launchers, started at once, raced to make the same session
+        # directory (/tmp/ompi.HOST.UID: "mkdir ... File exists", orte_init failed): one
+        # directory per site.
+        session = {"OMPI_MCA_orte_tmpdir_base": str(site_status)} if impl.name == "openmpi" else {}
         launchers.append(
-            Process(f"the job of site {'+'.join(clusters)}", cmd, {**os.environ, **env})
+            Process(f"the job of site {'+'.join(clusters)}", cmd, {**os.environ, **env, **session})
         )
     return launchers, forwarders

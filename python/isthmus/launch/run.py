@@ -16,6 +16,7 @@ only. If the router dies, the run is stopped within a second (exit code 125).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -31,7 +32,7 @@ from isthmus.config.platform import Platform
 from isthmus.emulate import leftovers, net, rootless, signals
 from isthmus.emulate.plan import CONTROL_HOST, make_plan, netns_name
 from isthmus.errors import UserError
-from isthmus.launch import mpi, zipper
+from isthmus.launch import backtraces, mpi, zipper
 from isthmus.launch.environment import (
     collective_environment,
     layer_environment,
@@ -39,8 +40,24 @@ from isthmus.launch.environment import (
     rank_count,
     wait_mode,
 )
-from isthmus.launch.processes import launch, launch_all, rank_namespaces, zipped_processes
+from isthmus.launch.processes import (
+    EXIT_NETWORK_FAILED,
+    launch,
+    launch_all,
+    rank_namespaces,
+    zipped_processes,
+)
 from isthmus.launch.status import first_failure
+
+
+def _report_backtraces(status_dir: Path, netname: str, timeout: float) -> None:
+    """At the timeout, before the job is stopped: where every rank is."""
+    where = Path(tempfile.gettempdir()) / f"isthmus-backtraces-{netname}-{os.getpid()}.txt"
+    lines = backtraces.dump(status_dir, where, netns_name(netname, ""))
+    stacks = f" (every thread's stack: {where})" if where.exists() else ""
+    print(f"isthmus: --timeout {timeout:g}s passed; where each rank was{stacks}:", file=sys.stderr)
+    for line in lines:
+        print(f"  {line}", file=sys.stderr)
 
 
 @dataclass
@@ -155,17 +172,25 @@ def run(req: RunRequest) -> int:
             argv = [str(paths.exec_wrapper()), *req.app]
             cmd = prefix + impl.launch_command(nranks, sorted(layer_env), argv)
             started = time.monotonic()
+            on_timeout = functools.partial(
+                _report_backtraces, Path(status_dir), netname, req.timeout or 0.0
+            )
             with open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out:
                 if zipped:
                     launchers, forwarders = zipped_processes(
                         req.platform, impl, netname, layer_env, argv, Path(status_dir)
                     )
                     cmd = launchers[0].cmd
-                    rc, stopped = launch_all(launchers, forwarders, req.timeout, alive, out)
+                    rc, stopped = launch_all(
+                        launchers, forwarders, req.timeout, alive, out, on_timeout
+                    )
                 else:
-                    rc, stopped = launch(cmd, env, req.timeout, alive, out)
+                    rc, stopped = launch(cmd, env, req.timeout, alive, out, on_timeout)
             wall = time.monotonic() - started
             failure = None
+            if rc != 0 and stopped is None and alive is not None and not alive():
+                # the router died and a rank noticed before isthmus did: the router is the cause
+                rc, stopped = EXIT_NETWORK_FAILED, "network"
             if rc != 0 and stopped not in ("timeout", "network", *signals.STOPPING_NAMES):
                 failure = first_failure(Path(status_dir))
                 rc = failure.code if failure is not None else rc

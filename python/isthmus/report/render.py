@@ -33,6 +33,7 @@ from isthmus.records import atomic
 from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_apps as apps
 from isthmus.report import blocks_net as net
+from isthmus.report import blocks_robustness as robustness
 from isthmus.report import render_zipper as z
 from isthmus.report import results, targets
 from isthmus.report.blocks_collectives import (
@@ -106,6 +107,10 @@ BLOCKS.update(
         "adaptive/discovery": Block("adaptive/discovery", adaptive.block_discovery,
                                     adaptive.plot_discovery, "results/adaptive/discovery.png"),
         "adaptive/params": Block("adaptive/params", adaptive.block_params),
+        "robustness/soak": Block("robustness/soak", robustness.block_soak),
+        "robustness/stall": Block("robustness/stall", robustness.block_stall),
+        "robustness/races": Block("robustness/races", robustness.block_passes),
+        "robustness/stress": Block("robustness/stress", robustness.block_passes),
         "zipper/p2p": Block("zipper/p2p", z.block_p2p, z.plot_p2p, "results/zipper/p2p.png"),
         "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
                                 "results/zipper/zippers.png"),

@@ -18,6 +18,7 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_collectives, blocks_grid, results
+from isthmus.report import blocks_robustness as robustness
 
 TARGETS_FILE = paths.ROOT / "experiments" / "targets.toml"
 
@@ -341,6 +342,11 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "zipper-aggregate-4": lambda res: _zipper(res, "aggregate_4"),
     "zipper-one-pair": lambda res: _zipper(res, "one_pair_2"),
     "zipper-collectives": lambda res: _zipper_collectives(res),
+    "soak": lambda res: Measured(*robustness.soak_named(res)),
+    "no-stall": lambda res: Measured(*robustness.stall_within(res)),
+    "ssend-race": lambda res: Measured(*robustness.ssend_race(res)),
+    "zero-counts": lambda res: Measured(*robustness.all_passed(res, "zero_counts")),
+    "stress": lambda res: Measured(*robustness.all_passed(res, "zip_stress")),
     "discovery-exact": lambda res: Measured(*adaptive.exact_clusters(res)),
     "discovery-budget": lambda res: Measured(*adaptive.init_budget(res)),
     "discovered-params": lambda res: Measured(*adaptive.params_within(res)),

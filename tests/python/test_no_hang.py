@@ -1,0 +1,83 @@
+"""No hang, no stall (issue 43): the patterns that hung or were feared to, each run
+under the default waits with both MPIs; and a run that does hang says where every rank
+is when its --timeout fires."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import MPIS, PLATFORMS, TWO_CLUSTERS, Run
+
+ZIPPER = PLATFORMS / "zipper.toml"
+PLACEMENTS = ("block", "round-robin")
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+@pytest.mark.parametrize("mpi", MPIS)
+def test_probe_then_receive_of_synchronous_sends(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, placement: str
+) -> None:
+    """Rank 0 probes with MPI_ANY_SOURCE and receives what it probed while the others
+    MPI_Ssend to it, same-site and forwarded messages meeting the same wildcard; 30 rounds,
+    then everyone goes straight on to MPI_Finalize."""
+    done = isthmus(
+        "run", "-p", ZIPPER, "--set", f"layer.placement={placement}", "--timeout", "60s",
+        "--", apps[(mpi, "probe_ssend")], "30",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count(": ok") == 4
+
+
+@pytest.mark.parametrize(("mpi", "placement"), list(zip(MPIS, PLACEMENTS, strict=True)))
+def test_random_point_to_point_across_the_forwarder(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, placement: str
+) -> None:
+    """tests/apps/zip_stress.c for 10 s: synchronous, buffered and nonblocking sends of
+    every size class against probes, matched probes, wildcard and cancelled receives."""
+    done = isthmus(
+        "run", "-p", ZIPPER, "--set", f"layer.placement={placement}", "--timeout", "90s",
+        "--", apps[(mpi, "zip_stress")], "10",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[:200] + done.stderr[-3000:]
+    assert done.stdout.count(": ok,") == 4, done.stdout
+
+
+@pytest.mark.parametrize("platform", ["five-ranks", "zipper"])
+@pytest.mark.parametrize("mpi", MPIS)
+def test_collectives_of_zero_counts_return(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, platform: str
+) -> None:
+    """Every collective, blocking and nonblocking, with all counts zero, then the v and w
+    forms with zero counts for odd ranks only, under the default (sleeping) waits."""
+    where = (
+        ["-p", TWO_CLUSTERS, "--set", "clusters.east.hosts=3"]
+        if platform == "five-ranks"
+        else ["-p", ZIPPER]
+    )
+    done = isthmus(
+        "run", *where, "--timeout", "60s", "--", apps[(mpi, "zero_counts")], "all", "some"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = 5 if platform == "five-ranks" else 4
+    assert done.stdout.count("ok, 41 calls") == ranks, done.stdout
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_timeout_shows_where_every_rank_is(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    done = isthmus(
+        "run", "-p", TWO_CLUSTERS, "--timeout", "3s", "--", apps[(mpi, "sleeper")], "60", "hang"
+    )
+    assert done.returncode == 124, done.stderr
+    assert "where each rank was (every thread's stack: " in done.stderr, done.stderr
+    lines = [ln.strip() for ln in done.stderr.splitlines() if ln.startswith("  rank ")]
+    assert [ln.split(":")[0] for ln in lines] == [
+        "rank 0 on east0", "rank 1 on east1", "rank 2 on west0", "rank 3 on west1"
+    ], done.stderr  # fmt: skip
+    assert "MPI_Recv" in lines[0] and all("Barrier" in ln for ln in lines[1:]), done.stderr
+    stacks = Path(done.stderr.split("every thread's stack: ")[1].split(")")[0])
+    assert "==== rank 3 on west1" in stacks.read_text()
+    stacks.unlink()
