@@ -57,6 +57,12 @@ def emulation_environment(impl: MpiImplementation) -> dict[str, str]:
         # status named them, not the rank that crashed. Without its handlers a rank killed
         # by a signal dies at once (the user's own setting wins).
         "UCX_ERROR_SIGNALS": os.environ.get("UCX_ERROR_SIGNALS", ""),
+        # Under load this machine can stand still for tens of seconds (docs/net.md): UCX's
+        # keepalive (TCP's, after 10 s idle, probes 2 s apart) then declared live peers dead,
+        # "Endpoint timeout" in a rank that had only waited. A rank that dies closes its
+        # sockets and a dead router stops the run, so the keepalive finds nothing else here.
+        "UCX_TCP_KEEPIDLE": os.environ.get("UCX_TCP_KEEPIDLE", "inf"),
+        "UCX_KEEPALIVE_INTERVAL": os.environ.get("UCX_KEEPALIVE_INTERVAL", "inf"),
     }
 
 
