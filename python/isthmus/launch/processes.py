@@ -211,7 +211,10 @@ def launch_all(
     if failed is not None:
         assert failed.proc is not None
         rc = failed.proc.returncode
-        return (128 - rc if rc < 0 else rc), f"{failed.what} ended with status {rc}"
+        if rc < 0:
+            how = f"was killed by signal {-rc} ({signal.Signals(-rc).name})"
+            return 128 - rc, f"{failed.what} {how}"
+        return rc, f"{failed.what} ended with status {rc}"
     return 0, None
 
 

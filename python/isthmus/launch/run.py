@@ -191,7 +191,18 @@ def run(req: RunRequest) -> int:
             if rc != 0 and stopped is None and alive is not None and not alive():
                 # the router died and a rank noticed before isthmus did: the router is the cause
                 rc, stopped = EXIT_NETWORK_FAILED, "network"
-            if rc != 0 and stopped not in ("timeout", "network", *signals.STOPPING_NAMES):
+            # A forwarder killed is the cause: the ranks' failures follow from it (one that
+            # exits 1 does so because a rank went first, and that rank is the cause).
+            forwarder_failed = (
+                stopped is not None
+                and stopped.startswith("the forwarder")
+                and ("killed by signal" in stopped)
+            )
+            if (
+                rc != 0
+                and not forwarder_failed
+                and stopped not in ("timeout", "network", *signals.STOPPING_NAMES)
+            ):
                 failure = first_failure(Path(status_dir))
                 rc = failure.code if failure is not None else rc
     finally:
