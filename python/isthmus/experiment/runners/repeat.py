@@ -71,11 +71,17 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
            *sets, "--mpi", case["mpi"], "--timeout", f"{exp.params['timeout']:g}s", "--",
            str(program), *map(str, case.get("args", []))]  # fmt: skip
     started = time.monotonic()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = child.communicate()
+    except BaseException:  # interrupted: the run stops its job and takes its network down
+        child.terminate()  # (subprocess.run would SIGKILL it, leaving the network behind)
+        child.communicate()
+        raise
     wall = time.monotonic() - started
-    last = (done.stderr.strip().splitlines() or [""])[-1]
-    return {"status": done.returncode, "wall_s": round(wall, 3),
-            "last": last if done.returncode else ""}  # fmt: skip
+    last = (err.strip().splitlines() or [""])[-1]
+    return {"status": child.returncode, "wall_s": round(wall, 3),
+            "last": last if child.returncode else ""}  # fmt: skip
 
 
 def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:

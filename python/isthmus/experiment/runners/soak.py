@@ -6,9 +6,10 @@ Each step is one `isthmus run`, drawn from the seed: an MPI, a platform (a wide-
 and a zipper one), a program (point-to-point: tests/apps/zip_stress.c; collectives:
 coll_check.c against the MPI's own, or, across the zipper where the site's own MPI spans
 no sites, zip_check.c; communicator churn: comm_churn.c). A share of the runs, spread by
-the seed, gets one process SIGKILLed at a random moment: a rank, the router (wide-area
-platform) or a forwarder (zipper platform). Afterwards the step waits up to 10 s for
-the machine to be as it was before the run, and records what is still there: the run's
+the seed, gets one process SIGKILLed at a random moment (0 to 0.8 s after it exists): a
+rank, the router (wide-area platform) or a forwarder (zipper platform). Afterwards the
+step waits up to 10 s for the machine to be as it was before the run, and records what is
+still there: the run's
 namespaces (named after its process id), TUN devices of the root namespace, cgroups,
 processes that carry the run's mark in their environment, /dev/shm segments and
 listening TCP ports of the root namespace. Anything left is then removed (`isthmus net
@@ -73,7 +74,7 @@ def steps(exp: Experiment) -> list[Step]:
         kill = None
         if i in killed:
             what = rng.choice(["rank", "router" if plat == "wide-area" else "forwarder"])
-            kill = {"what": what, "after_s": round(rng.uniform(0.3, 3.0), 2)}
+            kill = {"what": what, "after_s": round(rng.uniform(0.0, 0.8), 2)}
         spec = {"run": i, "mpi": mpi, "platform": plat, "program": program, "kill": kill,
                 "seed": rng.randrange(1 << 30)}  # fmt: skip
         label = f"{i + 1}: {program} on {plat}, {mpi}" + (f", kill {kill['what']}" if kill else "")
@@ -164,6 +165,10 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     try:
         kill = spec["kill"]
         if kill:
+            # From the moment the victim exists, a random delay: a moment fixed from the
+            # start fell after the end of the shortest runs.
+            while child.poll() is None and _victim(kill["what"], mark) is None:
+                time.sleep(0.02)
             time.sleep(kill["after_s"])
             while child.poll() is None and killed is None:
                 pid = _victim(kill["what"], mark)
@@ -173,7 +178,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
                         killed = {"what": kill["what"], "pid": pid,
                                   "at_s": round(time.monotonic() - started, 2)}  # fmt: skip
                 else:
-                    time.sleep(0.05)
+                    time.sleep(0.02)
         try:
             out, err = child.communicate(timeout=timeout + 30)
             hung = False
