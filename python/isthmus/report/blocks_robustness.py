@@ -3,6 +3,7 @@ once stalled."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -25,7 +26,9 @@ def block_soak(res: dict[str, Any]) -> str:
         ])  # fmt: skip
     head = ["platform", "program", "killed", "runs", "status 0", "named outcome",
             "ended in time", "with leftovers", "longest, s"]  # fmt: skip
-    outcomes = Counter(r["outcome"] for r in rows if r["status"] != 0)
+    # the same outcome in every run, whatever the network's name
+    outcomes = Counter(re.sub(r"network run\d+", "network runN", r["outcome"])
+                       for r in rows if r["status"] != 0)  # fmt: skip
     said = table(
         ["outcome (the run's last line)", "runs"],
         [[f"`{o}`" if o else "**none**", str(n)] for o, n in outcomes.most_common()],
@@ -48,7 +51,8 @@ def soak_named(res: dict[str, Any]) -> tuple[str, str, str, bool]:
     return (
         f"{len(good)} of {len(rows)} runs ended with a named outcome; "
         f"{len(left)} left something behind",
-        f"{sum(r['killed'] for r in rows)} with a process killed",
+        f"{sum(r['killed'] for r in rows)} runs with a process killed, of "
+        f"{sum(bool(r['kill']) for r in rows)} planned (the others ended first)",
         f"longest run {worst['wall_s']:.1f} s",
         len(good) == len(rows) and not left,
     )
