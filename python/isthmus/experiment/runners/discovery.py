@@ -28,7 +28,7 @@ from isthmus import records
 from isthmus.config import paths, platform
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
-from isthmus.experiment.runners import isthmus, spread_stats
+from isthmus.experiment.runners import check_cases, isthmus, spread_stats
 from isthmus.profile.discovery import matches_platform
 
 PARAMS = {"cases"}
@@ -36,14 +36,7 @@ MODES = ("platform", "auto")
 
 
 def check(exp: Experiment) -> None:
-    cases = exp.params.get("cases")
-    if not isinstance(cases, list) or not cases:
-        raise UserError(f"{exp.path}: params.cases: expected a list of cases")
-    for c in cases:
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise UserError(f"{exp.path}: params.cases: each case needs a name")
-        if not (paths.ROOT / str(c.get("platform"))).is_file():
-            raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: no platform file")
+    for c in check_cases(exp):
         if not all(isinstance(s, str) for s in c.get("set", [])):
             raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: set is KEY=VALUE")
     if not exp.mpis:

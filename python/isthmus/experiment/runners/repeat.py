@@ -24,18 +24,14 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
+from isthmus.experiment.runners import check_cases
 
 PARAMS = {"cases", "timeout", "bound"}
 CASE_KEYS = {"name", "mpi", "platform", "set", "program", "args"}
 
 
 def check(exp: Experiment) -> None:
-    cases = exp.params.get("cases")
-    if not isinstance(cases, list) or not cases:
-        raise UserError(f"{exp.path}: params.cases: expected a list of cases")
-    for c in cases:
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise UserError(f"{exp.path}: params.cases: each case needs a name")
+    for c in check_cases(exp):
         if set(c) - CASE_KEYS:
             raise UserError(
                 f"{exp.path}: params.cases: case {c['name']!r}: unknown key "
@@ -43,8 +39,6 @@ def check(exp: Experiment) -> None:
             )
         if c.get("mpi") not in exp.mpis:
             raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: mpi not in mpis")
-        if not (paths.ROOT / str(c.get("platform"))).is_file():
-            raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: no platform file")
         if not isinstance(c.get("program"), str):
             raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: program missing")
     for key in ("timeout", "bound"):
