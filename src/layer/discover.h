@@ -35,12 +35,6 @@ void ist_discover(MPI_Comm comm, const char (*names)[IST_DISCOVER_NAME], const i
                   int *cluster_of);
 const struct ist_discovery *ist_discovery(void);
 
-/* Waiting that does not take the core from the ranks being waited for when ranks
- * outnumber cores (ISTHMUS_WAIT=sleep), for the layer's own exchanges. */
-void ist_wait_all(int n, MPI_Request *requests);
-void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
-void ist_allreduce_waiting(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
-                           MPI_Comm comm);
 double ist_now_us(void);
 
 /* ---- between discover.c and discover_measure.c ---- */

@@ -22,28 +22,6 @@ double ist_now_us(void)
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-void ist_wait_all(int n, MPI_Request *requests)
-{
-    for (int i = 0; i < n; i++) /* one by one: the order does not matter here */
-        if (ist_sleep_wait) ist_sleep_until_done(&requests[i], MPI_STATUS_IGNORE);
-        else PMPI_Wait(&requests[i], MPI_STATUS_IGNORE);
-}
-
-void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
-{
-    MPI_Request r;
-    PMPI_Ibcast(buf, count, type, root, comm, &r);
-    ist_wait_all(1, &r);
-}
-
-void ist_allreduce_waiting(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
-                           MPI_Comm comm)
-{
-    MPI_Request r;
-    PMPI_Iallreduce(in, out, count, type, op, comm, &r);
-    ist_wait_all(1, &r);
-}
-
 /* One message of 8 bytes (or a double) to or from peer: waiting by polling without
  * sleeping when spin is set, else as the layer waits. */
 static void exchange_spinning(int send, void *buf, int peer, int tag, MPI_Comm comm, int spin)

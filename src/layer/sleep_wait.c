@@ -165,3 +165,17 @@ int ist_own_allgather(const void *in, int count, MPI_Datatype type, void *out, M
     int rc = PMPI_Iallgather(in, count, type, out, count, type, comm, &r);
     return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
 }
+
+void ist_wait_all(int n, MPI_Request *requests)
+{
+    for (int i = 0; i < n; i++) /* one by one: the order does not matter here */
+        if (ist_sleep_wait) ist_sleep_until_done(&requests[i], MPI_STATUS_IGNORE);
+        else PMPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+}
+
+void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+    MPI_Request r;
+    PMPI_Ibcast(buf, count, type, root, comm, &r);
+    ist_wait_all(1, &r);
+}
