@@ -41,7 +41,17 @@ HAND_WRITTEN = [("init", "MPI_Init"), ("init", "MPI_Init_thread"), ("init", "MPI
 # Blocking functions whose sleeping form is written by hand in sleep_wait.c.
 HAND_SLEEP = {
     "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Probe", "MPI_Sendrecv",
-    "MPI_Comm_dup", "MPI_Comm_split", "MPI_Comm_create",
+    "MPI_Comm_dup",
+}  # fmt: skip
+
+# Communicator constructors with no nonblocking form, collective over the communicator
+# named: in sleep mode a sleeping barrier over it first, so that every rank enters the
+# blocking call together and none waits inside the MPI (whose own waits spin: MPICH's
+# busily, Open MPI's with sched_yield). Intercommunicators are left out (a nonblocking
+# collective on one is no drop-in: gen_sleep_form says why).
+BARRIER_FIRST = {
+    "MPI_Comm_split": "comm", "MPI_Comm_split_type": "comm", "MPI_Comm_create": "comm",
+    "MPI_Cart_create": "comm_old", "MPI_Intercomm_create": "local_comm",
 }  # fmt: skip
 
 # The functions src/zip carries across forwarders (zip_calls.c, zip_persist.c, zip_icoll.c):
@@ -235,14 +245,27 @@ static int ist_sleepwait_{f.name[4:]}({decl})
 """
 
 
+def gen_barrier_first_form(f: Function) -> str:
+    decl = ", ".join(p.c_decl() for p in f.params)
+    return f"""
+static int ist_sleepwait_{f.name[4:]}({decl})
+{{
+    const int ist_rc = ist_sleeping_barrier({BARRIER_FIRST[f.name]});
+    return ist_rc != MPI_SUCCESS ? ist_rc : PMPI_{f.name[4:]}({f.arg_names()});
+}}
+"""
+
+
 def gen_c_wrapper(f: Function, by_name: dict[str, Function]) -> str:
     decl = ", ".join(p.c_decl() for p in f.params)
     call = f"PMPI_{f.name[4:]}({f.arg_names()})"
     sleep_form = ""
     twin = nonblocking_twin(f, by_name)
-    if twin is not None or f.name in HAND_SLEEP:
+    if twin is not None or f.name in HAND_SLEEP or f.name in BARRIER_FIRST:
         if twin is not None:
             sleep_form = gen_sleep_form(f, twin)
+        elif f.name in BARRIER_FIRST:
+            sleep_form = gen_barrier_first_form(f)
         call = f"(ist_sleep_wait ? ist_sleepwait_{f.name[4:]}({f.arg_names()}) : {call})"
     hier = ""
     if f.group == "coll":

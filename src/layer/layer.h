@@ -43,8 +43,8 @@ int ist_sleepwait_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype send
                            int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                            int source, int recvtag, MPI_Comm comm, MPI_Status *status);
 int ist_sleepwait_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
-int ist_sleepwait_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
-int ist_sleepwait_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+/* A barrier that waits as the sleeping waits do (for the communicator constructors). */
+int ist_sleeping_barrier(MPI_Comm comm);
 /* The layer's own collective calls on native communicators, waiting as the application's
  * calls do (sleep_wait.c says how). */
 int ist_own_comm_dup(MPI_Comm comm, MPI_Comm *newcomm);

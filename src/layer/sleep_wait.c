@@ -10,11 +10,14 @@
  * ranks outnumber the cores, or as the platform's layer.wait says). Collectives on
  * intercommunicators keep the blocking call (tools/genwrap.py says why). Making a
  * communicator waits the same way (the last section). */
+#define _DEFAULT_SOURCE /* syscall: the real sched_yield */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "layer.h"
 #include "zip.h"
@@ -107,12 +110,13 @@ int ist_sleepwait_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype send
  * Making a communicator is collective: a rank that arrives first waits inside the MPI
  * for the others (Open MPI's context-id agreement spins with sched_yield, issue 43's
  * stalls had 7 of 8 ranks there). In sleep mode MPI_Comm_dup waits through
- * MPI_Comm_idup; MPI_Comm_split and MPI_Comm_create have no nonblocking form: a sleeping
- * barrier first, so that every rank enters the blocking call together. The calls the
- * layer makes for itself (a hierarchy's duplicate and split, the v-forms' size
+ * MPI_Comm_idup; the constructors with no nonblocking form (MPI_Comm_split, _create,
+ * _split_type, MPI_Cart_create, MPI_Intercomm_create: tools/genwrap.py's BARRIER_FIRST)
+ * after a sleeping barrier, so that every rank enters the blocking call together. The
+ * calls the layer makes for itself (a hierarchy's duplicate and split, the v-forms' size
  * agreement, the topology's exchange at MPI_Init) wait the same way. */
 
-static int sleeping_barrier(MPI_Comm comm)
+int ist_sleeping_barrier(MPI_Comm comm)
 {
     MPI_Request r;
     int rc = PMPI_Ibarrier(comm, &r);
@@ -126,18 +130,6 @@ int ist_sleepwait_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
 }
 
-int ist_sleepwait_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
-{
-    int rc = sleeping_barrier(comm);
-    return rc != MPI_SUCCESS ? rc : PMPI_Comm_split(comm, color, key, newcomm);
-}
-
-int ist_sleepwait_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
-{
-    int rc = sleeping_barrier(comm);
-    return rc != MPI_SUCCESS ? rc : PMPI_Comm_create(comm, group, newcomm);
-}
-
 int ist_own_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     return ist_sleep_wait ? ist_sleepwait_Comm_dup(comm, newcomm) : PMPI_Comm_dup(comm, newcomm);
@@ -145,8 +137,8 @@ int ist_own_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 
 int ist_own_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
-    return ist_sleep_wait ? ist_sleepwait_Comm_split(comm, color, key, newcomm)
-                          : PMPI_Comm_split(comm, color, key, newcomm);
+    int rc = ist_sleep_wait ? ist_sleeping_barrier(comm) : MPI_SUCCESS;
+    return rc != MPI_SUCCESS ? rc : PMPI_Comm_split(comm, color, key, newcomm);
 }
 
 int ist_own_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
@@ -178,4 +170,49 @@ void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Co
     MPI_Request r;
     PMPI_Ibcast(buf, count, type, root, comm, &r);
     ist_wait_all(1, &r);
+}
+
+/* ---- the MPI's own yields ------------------------------------------------------------
+ * Where the MPI waits inside itself (Open MPI's context-id agreement in
+ * MPI_Comm_create_group, its blocking collectives on intercommunicators), it polls and
+ * calls sched_yield between idle polls when oversubscribed. With 16 such ranks on 2 cores
+ * the machine stood still for up to 100 s (issue 43: a plain sleeper woke 50 s late,
+ * kernel workers starved). In sleep mode a wait yields for its first IST_YIELD_SPIN_NS
+ * (a message about to arrive costs no sleep), then sleeps between polls, from
+ * IST_SLEEP_MIN_NS doubling up to IST_SLEEP_MAX_NS. A yield that comes more than
+ * IST_YIELD_GAP_NS after the previous one returned starts a new wait (an idle poll takes
+ * a few microseconds; a poll that found work does not yield). Measured on the 16-rank
+ * test that stalled: yielding for 10 ms it still stalled (21-112 s), for 1 ms it took
+ * 4-8 s, never yielding 3-4 s; mpi4py's suite (4 ranks, many intercommunicator
+ * collectives) took 53 s with the plain yields, 65 s with 1 ms, 85 s never yielding.
+ * Otherwise (not sleep mode) it is the system call. */
+#define IST_YIELD_SPIN_NS 1000000.0
+#define IST_YIELD_GAP_NS 50000.0
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+int sched_yield(void)
+{
+    static _Thread_local double last_return, wait_start;
+    static _Thread_local long pause;
+    if (!ist_sleep_wait) return (int)syscall(SYS_sched_yield);
+    double now = now_ns();
+    if (now - last_return > IST_YIELD_GAP_NS) {
+        wait_start = now;
+        pause = IST_SLEEP_MIN_NS;
+    }
+    if (now - wait_start < IST_YIELD_SPIN_NS) {
+        syscall(SYS_sched_yield);
+    } else {
+        struct timespec ts = {0, pause};
+        nanosleep(&ts, NULL);
+        if (pause < IST_SLEEP_MAX_NS) pause *= 2;
+    }
+    last_return = now_ns();
+    return 0;
 }

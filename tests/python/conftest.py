@@ -47,6 +47,7 @@ HELPERS = {
     "zip_stress": "zip_stress.c",
     "probe_ssend": "probe_ssend.c",
     "zero_counts": "zero_counts.c",
+    "late_rank": "late_rank.c",
 }
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

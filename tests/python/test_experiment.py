@@ -250,24 +250,24 @@ def test_a_block_shown_as_an_example_in_fenced_code_is_left_alone(
 
 
 def test_a_terminated_run_stops_its_benchmark_and_leaves_no_network(tmp_path: Path) -> None:
+    def ranks_running() -> bool:
+        pgrep = ["pgrep", "-f", "bin/[a-z]*/pio_bench"]
+        return bool(subprocess.run(pgrep, capture_output=True, text=True).stdout.strip())
+
     run = subprocess.Popen(
         [str(ISTHMUS), "experiment", "run", "pio/bench", "--quick", "--allow-dirty", "-o",
          str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    work = tmp_path / ".work" / "pio" / "bench-quick"
     deadline = time.monotonic() + 60
-    while not (work / "plan.json").exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(2)  # the step's benchmark is running
+    while not ranks_running() and time.monotonic() < deadline:
+        time.sleep(0.05)  # terminated while the step's benchmark runs (its quick run: ~2 s)
     run.terminate()
     _, err = run.communicate(timeout=90)
     assert run.returncode == 130, err
     leftover = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "ist-" not in leftover
-    ranks = subprocess.run(["pgrep", "-f", "bin/[a-z]*/pio_bench"], capture_output=True,
-                           text=True).stdout  # fmt: skip
-    assert not ranks.strip()
+    assert not ranks_running()
     assert not (tmp_path / "pio" / "bench.json").exists()  # nothing half-written
 
 

@@ -34,14 +34,35 @@ def test_probe_then_receive_of_synchronous_sends(
 def test_random_point_to_point_across_the_forwarder(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, placement: str
 ) -> None:
-    """tests/apps/zip_stress.c for 10 s: synchronous, buffered and nonblocking sends of
+    """tests/apps/zip_stress.c for 5 s: synchronous, buffered and nonblocking sends of
     every size class against probes, matched probes, wildcard and cancelled receives."""
     done = isthmus(
         "run", "-p", ZIPPER, "--set", f"layer.placement={placement}", "--timeout", "90s",
-        "--", apps[(mpi, "zip_stress")], "10",
+        "--", apps[(mpi, "zip_stress")], "5",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[:200] + done.stderr[-3000:]
     assert done.stdout.count(": ok,") == 4, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("mpi", "call"),
+    [("openmpi", "create_group"), ("mpich", "split_type"), ("openmpi", "split_type")],
+)
+def test_ranks_waiting_inside_the_mpi_for_a_late_rank_sleep(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, call: str
+) -> None:
+    """The stall's cause: 8 ranks on 2 cores, 7 of them waiting 2 s for rank 0 in a
+    communicator constructor. Spinning, each takes its share of the cores (about 0.28);
+    under the default waits they sleep: MPI_Comm_split_type after a sleeping barrier,
+    and Open MPI's own waits in MPI_Comm_create_group, whose sched_yield the layer makes
+    a short sleep (16 yielding ranks froze the machine for up to 100 s)."""
+    done = isthmus(
+        "run", "-p", PLATFORMS / "das-4x2.toml", "--timeout", "60s",
+        "--", apps[(mpi, "late_rank")], "2", call,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    shares = [float(line.split()[-1]) for line in done.stdout.splitlines() if "share" in line]
+    assert len(shares) == 7 and max(shares) < 0.15, done.stdout
 
 
 @pytest.mark.parametrize("platform", ["five-ranks", "zipper"])

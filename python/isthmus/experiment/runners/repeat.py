@@ -8,13 +8,16 @@ fails or passes its timeout is kept as a result (its last line), not an error.
 [params]
   cases = [{name = "...", mpi = "openmpi", platform = "examples/platforms/...",
             set = ["KEY=VALUE", ...], program = "tests/{mpi}/coll_check",
-            args = ["12", "150"]}]     program: in the build directory, {mpi} replaced
+            args = ["12", "150"], env = {NAME = "VALUE"}}]
+                                        program: in the build directory, {mpi} replaced;
+                                        env: added to the run's environment (optional)
   timeout = 400                         each run's --timeout, seconds
   bound = 3                             a run within bound x its case's median is no stall
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import time
@@ -27,7 +30,7 @@ from isthmus.experiment import Experiment, Step
 from isthmus.experiment.runners import check_cases
 
 PARAMS = {"cases", "timeout", "bound"}
-CASE_KEYS = {"name", "mpi", "platform", "set", "program", "args"}
+CASE_KEYS = {"name", "mpi", "platform", "set", "program", "args", "env"}
 
 
 def check(exp: Experiment) -> None:
@@ -41,6 +44,11 @@ def check(exp: Experiment) -> None:
             raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: mpi not in mpis")
         if not isinstance(c.get("program"), str):
             raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: program missing")
+        env = c.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise UserError(
+                f"{exp.path}: params.cases: case {c['name']!r}: env: expected a table of strings"
+            )
     for key in ("timeout", "bound"):
         v = exp.params.get(key)
         if not isinstance(v, int | float) or v <= 0:
@@ -65,7 +73,10 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
            *sets, "--mpi", case["mpi"], "--timeout", f"{exp.params['timeout']:g}s", "--",
            str(program), *map(str, case.get("args", []))]  # fmt: skip
     started = time.monotonic()
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {**os.environ, **case.get("env", {})}
+    child = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         _, err = child.communicate()
     except BaseException:  # interrupted: the run stops its job and takes its network down
