@@ -91,7 +91,7 @@ def all_passed(res: dict[str, Any], prefix: str) -> tuple[str, str, str, bool]:
     worst = max(rows, key=lambda r: len(r["failed"]))
     return (
         ", ".join(f"{r['runs'] - len(r['failed'])} of {r['runs']} ({r['mpi']})" for r in rows),
-        ", ".join(f"{r['min_s']:.0f}-{r['max_s']:.0f} s" for r in rows),
+        ", ".join(f"{r['min_s']:.1f}-{r['max_s']:.1f} s" for r in rows),
         f"{len(worst['failed'])} failed ({worst['case']}, {worst['mpi']})",
         all(not r["failed"] for r in rows),
     )
