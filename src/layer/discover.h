@@ -35,7 +35,6 @@ void ist_discover(MPI_Comm comm, const char (*names)[IST_DISCOVER_NAME], const i
                   int *cluster_of);
 const struct ist_discovery *ist_discovery(void);
 
-double ist_now_us(void);
 
 /* ---- between discover.c and discover_measure.c ---- */
 #define IST_DISCOVER_SAMPLES 3         /* round trips per pair, all pairs at once */

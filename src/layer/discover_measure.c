@@ -15,13 +15,6 @@
 #define TAG_PING 0x4953 /* on the layer's private communicator */
 #define TAG_TURN 0x4956
 
-double ist_now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
 /* One message of 8 bytes (or a double) to or from peer: waiting by polling without
  * sleeping when spin is set, else as the layer waits. */
 static void exchange_spinning(int send, void *buf, int peer, int tag, MPI_Comm comm, int spin)

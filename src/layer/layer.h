@@ -54,6 +54,7 @@ int ist_own_allreduce(const void *in, void *out, int count, MPI_Datatype type, M
 int ist_own_allgather(const void *in, int count, MPI_Datatype type, void *out, MPI_Comm comm);
 void ist_wait_all(int n, MPI_Request *requests);
 void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
+double ist_now_us(void); /* CLOCK_MONOTONIC, microseconds */
 
 /* MPICH only (mpich_finalize.c): keep UCX progressing while MPI_Finalize waits on PMI. */
 #ifdef MPICH_VERSION

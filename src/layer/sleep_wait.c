@@ -9,7 +9,8 @@
  * wrappers use these forms when ist_sleep_wait is set (isthmus run sets it when the
  * ranks outnumber the cores, or as the platform's layer.wait says). Collectives on
  * intercommunicators keep the blocking call (tools/genwrap.py says why). Making a
- * communicator waits the same way (the last section). */
+ * communicator waits the same way, and so do the MPI's own yields (the last two
+ * sections). */
 #define _DEFAULT_SOURCE /* syscall: the real sched_yield */
 #include <mpi.h>
 #include <stdlib.h>
@@ -177,23 +178,23 @@ void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Co
  * MPI_Comm_create_group, its blocking collectives on intercommunicators), it polls and
  * calls sched_yield between idle polls when oversubscribed. With 16 such ranks on 2 cores
  * the machine stood still for up to 100 s (issue 43: a plain sleeper woke 50 s late,
- * kernel workers starved). In sleep mode a wait yields for its first IST_YIELD_SPIN_NS
+ * kernel workers starved). In sleep mode a wait yields for its first IST_YIELD_SPIN_US
  * (a message about to arrive costs no sleep), then sleeps between polls, from
  * IST_SLEEP_MIN_NS doubling up to IST_SLEEP_MAX_NS. A yield that comes more than
- * IST_YIELD_GAP_NS after the previous one returned starts a new wait (an idle poll takes
+ * IST_YIELD_GAP_US after the previous one returned starts a new wait (an idle poll takes
  * a few microseconds; a poll that found work does not yield). Measured on the 16-rank
  * test that stalled: yielding for 10 ms it still stalled (21-112 s), for 1 ms it took
  * 4-8 s, never yielding 3-4 s; mpi4py's suite (4 ranks, many intercommunicator
  * collectives) took 53 s with the plain yields, 65 s with 1 ms, 85 s never yielding.
  * Otherwise (not sleep mode) it is the system call. */
-#define IST_YIELD_SPIN_NS 1000000.0
-#define IST_YIELD_GAP_NS 50000.0
+#define IST_YIELD_SPIN_US 1000.0
+#define IST_YIELD_GAP_US 50.0
 
-static double now_ns(void)
+double ist_now_us(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
 int sched_yield(void)
@@ -201,18 +202,18 @@ int sched_yield(void)
     static _Thread_local double last_return, wait_start;
     static _Thread_local long pause;
     if (!ist_sleep_wait) return (int)syscall(SYS_sched_yield);
-    double now = now_ns();
-    if (now - last_return > IST_YIELD_GAP_NS) {
+    double now = ist_now_us();
+    if (now - last_return > IST_YIELD_GAP_US) {
         wait_start = now;
         pause = IST_SLEEP_MIN_NS;
     }
-    if (now - wait_start < IST_YIELD_SPIN_NS) {
+    if (now - wait_start < IST_YIELD_SPIN_US) {
         syscall(SYS_sched_yield);
     } else {
         struct timespec ts = {0, pause};
         nanosleep(&ts, NULL);
         if (pause < IST_SLEEP_MAX_NS) pause *= 2;
     }
-    last_return = now_ns();
+    last_return = ist_now_us();
     return 0;
 }
