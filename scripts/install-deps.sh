@@ -14,6 +14,7 @@ apt_packages=(
   python3 python3-venv python3-mpi4py python3-numpy iproute2 libsimgrid-dev curl
   chromium  # the report test renders the page headless
   gdb  # isthmus run prints the ranks' backtraces when a run exceeds its --timeout
+  libfaketime  # dilation/interposition compares the layer's clocks with it
   lammps netpipe-openmpi netpipe-mpich2 hpcc  # applications: demo, sweeps, zipper tests
 )
 missing=()

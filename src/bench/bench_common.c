@@ -138,6 +138,9 @@ void bench_header(const char *name, int argc, char **argv, const struct bench_op
     json_text(platform ? platform : "");
     printf(", \"git_revision\": ");
     json_text(rev ? rev : "");
+    /* the scale model's K: every time in these records is virtual (docs/dilation.md) */
+    const char *dilation = getenv("ISTHMUS_DILATION");
+    printf(", \"dilation\": %g", dilation && *dilation ? strtod(dilation, NULL) : 1.0);
     printf(", \"command\": [");
     for (int i = 0; i < argc; i++) {
         if (i) printf(", ");

@@ -16,7 +16,9 @@
  *
  * Under emulation $ISTHMUS_NETNS lists the network namespace of every world rank's host,
  * comma-separated, and isthmus-exec first moves into its rank's (needs CAP_SYS_ADMIN) and
- * names it in $ISTHMUS_HOST.
+ * names it in $ISTHMUS_HOST. With $ISTHMUS_CGROUPS set (time dilation: docs/dilation.md)
+ * it then joins its host's CPU cgroup, $ISTHMUS_CGROUPS/<namespace>, so that the rank and
+ * everything it starts get that host's share of a CPU.
  *
  * A variable it cannot use stops it before the program starts, with one line naming the
  * variable, its value and what was expected, and status 2 (as isthmus's own bad input). */
@@ -186,6 +188,27 @@ static void write_pid(const char *dir, pid_t pid)
     fclose(f);
 }
 
+/* Join the CPU cgroup of this rank's host (named as its namespace, ISTHMUS_HOST); 0 on
+ * success. Works for cgroup v1 and v2: both take a pid written to cgroup.procs. */
+static int join_cgroup(const char *base)
+{
+    const char *host = getenv("ISTHMUS_HOST");
+    if (!host || !*host) {
+        fprintf(stderr, "isthmus-exec: ISTHMUS_CGROUPS=%s needs ISTHMUS_NETNS (expected emulation)\n", base);
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/cgroup.procs", base, host);
+    FILE *f = fopen(path, "w");
+    int ok = f && fprintf(f, "%d\n", (int)getpid()) > 0;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) {
+        fprintf(stderr, "isthmus-exec: ISTHMUS_CGROUPS: cannot join %s: %s (expected the run's cgroup of this host)\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int run_as_parent(char **argv, const char *status_dir)
 {
     pid_t parent = getpid();
@@ -238,6 +261,8 @@ int main(int argc, char **argv)
     if (check_paths() != 0) return 2;
     const char *netns = getenv("ISTHMUS_NETNS");
     if (netns && *netns && enter_namespace(netns) != 0) return 2;
+    const char *cgroups = getenv("ISTHMUS_CGROUPS");
+    if (cgroups && *cgroups && join_cgroup(cgroups) != 0) return 2;
     const char *lib = getenv("ISTHMUS_PRELOAD");
     if (lib && *lib) {
         if (prepend_preload(lib) != 0) {

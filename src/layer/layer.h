@@ -54,7 +54,13 @@ int ist_own_allreduce(const void *in, void *out, int count, MPI_Datatype type, M
 int ist_own_allgather(const void *in, int count, MPI_Datatype type, void *out, MPI_Comm comm);
 void ist_wait_all(int n, MPI_Request *requests);
 void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
-double ist_now_us(void); /* CLOCK_MONOTONIC, microseconds */
+double ist_now_us(void); /* CLOCK_MONOTONIC, microseconds (virtual time when dilated) */
+
+/* Time dilation (dilation.c): the factor K in force (1: none), and the machine's own time
+ * for what is about this machine rather than the emulated platform. */
+double ist_dilation(void);
+uint64_t ist_real_now_ns(void);
+void ist_real_nanosleep(long ns);
 
 /* MPICH only (mpich_finalize.c): keep UCX progressing while MPI_Finalize waits on PMI. */
 #ifdef MPICH_VERSION

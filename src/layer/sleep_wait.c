@@ -202,7 +202,8 @@ int sched_yield(void)
     static _Thread_local double last_return, wait_start;
     static _Thread_local long pause;
     if (!ist_sleep_wait) return (int)syscall(SYS_sched_yield);
-    double now = ist_now_us();
+    /* real time: the window is about this machine's scheduler, also when dilated */
+    double now = (double)ist_real_now_ns() / 1e3;
     if (now - last_return > IST_YIELD_GAP_US) {
         wait_start = now;
         pause = IST_SLEEP_MIN_NS;
@@ -210,10 +211,9 @@ int sched_yield(void)
     if (now - wait_start < IST_YIELD_SPIN_US) {
         syscall(SYS_sched_yield);
     } else {
-        struct timespec ts = {0, pause};
-        nanosleep(&ts, NULL);
+        ist_real_nanosleep(pause);
         if (pause < IST_SLEEP_MAX_NS) pause *= 2;
     }
-    last_return = ist_now_us();
+    last_return = (double)ist_real_now_ns() / 1e3;
     return 0;
 }

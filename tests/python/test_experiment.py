@@ -21,9 +21,19 @@ from isthmus.model import bounds
 from isthmus.report import blocks_grid, render, results
 
 NAMES = experiment.all_names()
+# An experiment that extends another runs the other's runner with other parameters: the
+# base's quick run covers the code (make test stays short); each is loaded and checked.
+BASES = [n for n in NAMES if experiment.load(n).base is None]
 
 
-@pytest.mark.parametrize("name", NAMES)
+def test_every_variant_loads_and_renders_its_base_kind() -> None:
+    for name in sorted(set(NAMES) - set(BASES)):
+        for quick in (False, True):
+            exp = experiment.load(name, quick)
+            assert exp.base is not None and exp.runner.steps(exp), name
+
+
+@pytest.mark.parametrize("name", BASES)
 def test_every_experiment_runs_quick_and_renders(
     isthmus: Run, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

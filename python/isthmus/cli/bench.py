@@ -30,7 +30,7 @@ def add(sub: Any) -> None:
         "[-- PROGRAM OPTIONS]",
     )
     bp.add_argument("name", help="pingpong, bw, bibw, coll, logp or bcast")
-    platform_options(bp)
+    platform_options(bp, dilate=True)
     bp.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi")
     bp.add_argument("--net", metavar="NAME", help="use this emulated network if it is up")
     bp.add_argument("--timeout", metavar="DURATION")

@@ -111,7 +111,33 @@ def set_option(sp: Any) -> None:
     )  # fmt: skip
 
 
-def platform_options(sp: Any, help: str = "platform file (TOML)") -> None:
-    """-p PLATFORM (required) and --set."""
+class _Dilate(argparse.Action):
+    """--dilate K|auto is --set emulation.dilation=K: one way into the platform."""
+
+    def __call__(self, parser: Any, namespace: Any, value: Any, option: Any = None) -> None:
+        text = str(value)
+        if not text.startswith("auto"):  # auto and auto*M: the platform's parser checks
+            try:
+                ok = float(text) >= 1
+            except ValueError:
+                ok = False
+            if not ok:
+                parser.error(f"--dilate {text}: expected a number >= 1 or auto")
+        namespace.set.append(f"emulation.dilation={text}")
+
+
+def dilate_option(sp: Any) -> None:
+    """--dilate K|auto: the scale model (docs/dilation.md); after --set options."""
+    sp.add_argument(
+        "--dilate", action=_Dilate, metavar="K|auto", dest="dilate",
+        help="run K times slower than real time, each host capped at its cores / K "
+        "(auto: the smallest K that gives every host its cores; docs/dilation.md)",
+    )  # fmt: skip
+
+
+def platform_options(sp: Any, help: str = "platform file (TOML)", dilate: bool = False) -> None:
+    """-p PLATFORM (required) and --set (and --dilate for what runs ranks)."""
     sp.add_argument("-p", "--platform", required=True, help=help)
     set_option(sp)
+    if dilate:
+        dilate_option(sp)

@@ -18,7 +18,7 @@ from isthmus.config.units import (
     format_rate,
     format_size,
 )
-from isthmus.emulate import leftovers, net
+from isthmus.emulate import dilation, leftovers, net
 from isthmus.emulate.plan import DEFAULT_MTU, DEFAULT_NAME
 from isthmus.errors import UserError
 
@@ -26,9 +26,10 @@ from isthmus.errors import UserError
 def cmd_net_up(args: argparse.Namespace) -> int:
     p = platform_mod.load(args.platform, args.set)
     st = net.up(p, args.name, args.set, mtu=args.mtu)
+    scaled = f", time dilation {st.dilation:g} (CPU caps in {st.cgroups})" if st.cgroups else ""
     print(
         f"network {st.name} is up: {len(st.hosts)} namespaces (ist-{st.name}-*), "
-        f"{len(st.links)} links, router pid {st.router_pid}"
+        f"{len(st.links)} links, router pid {st.router_pid}{scaled}"
     )
     return 0
 
@@ -43,7 +44,7 @@ def cmd_net_down(args: argparse.Namespace) -> int:
     for name, removed in every.items():
         pid = killed.get(name, 0)
         if not name:
-            print(f"stray namespaces: removed {', '.join(removed)}")
+            print(f"stray namespaces and cgroups: removed {', '.join(removed)}")
         elif pid:
             print(f"network {name}, left by a killed isthmus run (pid {pid}): {_removed(removed)}")
         else:
@@ -59,9 +60,12 @@ def _removed(items: list[str]) -> str:
         return "nothing to remove"
     router = [i for i in items if i.startswith("router")]
     namespaces = [i for i in items if i.startswith("ist-")]
+    cgroups = [i for i in items if i.startswith(str(dilation.cgroup_root()))]
     parts = [f"the {router[0]}"] if router else []
     parts += [f"{len(namespaces)} namespaces"] if namespaces else []
-    parts += ["its state"] if len(items) > len(router) + len(namespaces) else []
+    parts += [f"its CPU cgroups ({cgroups[-1]})"] if cgroups else []
+    shown = len(router) + len(namespaces) + len(cgroups)
+    parts += ["its state"] if len(items) > shown else []
     head, last = ", ".join(parts[:-1]), parts[-1]
     return f"removed {head} and {last}" if head else f"removed {last}"
 
@@ -72,7 +76,9 @@ def cmd_net_status(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=1))
         return 0
     console = Console(width=max(Console().width, 130))
-    links = Table(title=f"Network {args.name}: links (up {data['uptime_s']:.0f} s)")
+    k = data.get("dilation", 1)
+    scaled = f", dilation {k:g}: virtual time and units" if k != 1 else ""
+    links = Table(title=f"Network {args.name}: links (up {data['uptime_s']:.0f} s{scaled})")
     for col in (
         "link",
         "latency",
@@ -145,16 +151,36 @@ def cmd_net_set(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dilate_number(text: str | None) -> float:
+    if text is None:
+        return 1.0
+    try:
+        k = float(text)
+    except ValueError:
+        k = 0.0
+    if not 1 <= k <= 1000:
+        raise UserError(f"--dilate {text}: expected a number from 1 to 1000")
+    return k
+
+
 def cmd_net_selftest(args: argparse.Namespace) -> int:
     from isthmus.emulate import selftest as net_selftest
 
     console = Console(stderr=True)
+    k = _dilate_number(args.dilate)
+    if args.busy < 0 or args.busy > 64:
+        raise UserError(f"--busy {args.busy}: expected 0 to 64 spinning processes")
     result = net_selftest.measure(
-        quick=args.quick, progress=lambda s: console.print(f"[dim]{s}[/dim]")
+        quick=args.quick,
+        progress=lambda s: console.print(f"[dim]{s}[/dim]"),
+        dilation=k,
+        busy=args.busy,
+        router_sched=args.router_sched,
     )
     if args.json:
         records.write_json(Path(args.json), result)
-    table = Table(title="isthmus net selftest: measured against targets")
+    virtual = f" (virtual time, dilation {k:g})" if k != 1 else ""
+    table = Table(title=f"isthmus net selftest: measured against targets{virtual}")
     for col in ("check", "measured", "unit", "target", "result"):
         table.add_column(col, justify="right" if col == "measured" else "left")
     for c in result["checks"]:
@@ -173,7 +199,7 @@ def add(sub: Any) -> None:
     """The net command(s) on the top-level subparsers."""
     nsub = group(sub, "net", "the emulated network: namespaces and the router")
     sp = nsub.add_parser("up", help="create the platform's emulated network")
-    platform_options(sp)
+    platform_options(sp, dilate=True)
     sp.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of the emulated devices")
     sp.set_defaults(func=cmd_net_up)
     sp = nsub.add_parser("down", help="remove a network (idempotent, also after a crash)")
@@ -197,4 +223,17 @@ def add(sub: Any) -> None:
     sp = nsub.add_parser("selftest", help="measure a fresh emulated network against its targets")
     sp.add_argument("--json", metavar="OUT.json", help="also write every figure to this file")
     sp.add_argument("--quick", action="store_true", help="fewer delays, rates and samples")
+    sp.add_argument(
+        "--dilate", metavar="K", help="run the network K times slower; figures in virtual time"
+    )
+    sp.add_argument(
+        "--busy", type=int, default=0, metavar="N", help="N spinning processes (nice 19) as load"
+    )
+    sp.add_argument(
+        "--router-sched",
+        choices=("fifo", "nice"),
+        default="nice",
+        help="the router's priority: nice -10 (default) or SCHED_FIFO where allowed "
+        "(measured: results/net/README.md)",
+    )
     sp.set_defaults(func=cmd_net_selftest)

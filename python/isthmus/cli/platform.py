@@ -95,6 +95,12 @@ def cmd_platform_show(args: argparse.Namespace) -> int:
         f"placement {p.layer.placement}, "
         f"profile {'on' if p.layer.profile else 'off'}"
     )
+    if p.emulated:
+        from isthmus.emulate import dilation
+
+        d = dilation.resolve(p)
+        cores = ", ".join(f"{c.name} {c.cores}" for c in p.clusters)
+        console.print(f"emulation: time dilation {d.why} (cores per host: {cores})")
     return 0
 
 

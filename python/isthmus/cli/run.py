@@ -73,7 +73,7 @@ def add(sub: Any) -> None:
         help="run an MPI application on a platform with libisthmus",
         usage="isthmus run -p PLATFORM [options] -- APP [ARGS...]",
     )
-    platform_options(rp)
+    platform_options(rp, dilate=True)
     rp.add_argument("-n", type=int, help="number of ranks (default: the platform's)")
     rp.add_argument(
         "--mpi",

@@ -10,7 +10,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from isthmus.cli.common import output_path, set_option, timeout_option
+from isthmus.cli.common import dilate_option, output_path, set_option, timeout_option
 from isthmus.config import platform as platform_mod
 from isthmus.errors import UserError
 
@@ -77,6 +77,7 @@ def add(sub: Any) -> None:
     sw.add_argument("file", nargs="?", help="a sweep file (docs/sweep.md) instead of options")
     sw.add_argument("-p", "--platform", help="platform file (TOML)")
     set_option(sw)
+    dilate_option(sw)
     sw.add_argument(
         "--vary", action="append", default=[], metavar="KEY=V1,V2", help="repeatable: a product"
     )

@@ -8,13 +8,13 @@ the key, the bad value and what is expected.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from isthmus import records
 from isthmus.config import collectives as coll_registry
+from isthmus.config.overrides import apply_override
 from isthmus.config.reader import Reader, parse_link
 from isthmus.config.topology import (
     CLUSTER_SOURCES,
@@ -23,11 +23,13 @@ from isthmus.config.topology import (
     COLLECTIVES_MODES,
     JITTER_DISTRIBUTIONS,
     LINK_KEYS,
+    MAX_DILATION,
     MTU_RANGE,
     PLACEMENTS,
     WAIT_MODES,
     Cluster,
     CollectiveSettings,
+    EmulationSettings,
     IoServers,
     LayerSettings,
     LinkModel,
@@ -36,7 +38,6 @@ from isthmus.config.topology import (
     Zipper,
 )
 from isthmus.config.units import UnitError, parse_size
-from isthmus.errors import UserError
 
 # The model of a platform is topology.py's; callers take it from here with the parser.
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "WAIT_MODES",
     "Cluster",
     "CollectiveSettings",
+    "EmulationSettings",
     "IoServers",
     "LayerSettings",
     "LinkModel",
@@ -79,7 +81,18 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
     top = r.table(
         raw,
         "",
-        ("name", "description", "clusters", "wan", "zippers", "io", "layer", "collectives", "tcp"),
+        (
+            "name",
+            "description",
+            "clusters",
+            "wan",
+            "zippers",
+            "io",
+            "layer",
+            "collectives",
+            "tcp",
+            "emulation",
+        ),
     )
     name = top.get("name", path.stem)
     if not isinstance(name, str) or not name:
@@ -103,7 +116,9 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
             raise r.fail(
                 key, "a cluster name is letters, digits, '-' and '_', at most 32 characters"
             )
-        t = r.table(value, key, ("hosts", "ranks_per_host", "lan", "host_patterns", "uplink"))
+        t = r.table(
+            value, key, ("hosts", "ranks_per_host", "lan", "host_patterns", "uplink", "cores")
+        )
         patterns = r.string_list(t, key, "host_patterns")
         hosts = r.integer(t, key, "hosts", 0 if patterns else 1, 0 if patterns else 1, MAX_HOSTS)
         lan_raw = t.get("lan", {})
@@ -119,6 +134,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
                 emulate,
                 patterns,
                 uplink,
+                r.integer(t, key, "cores", 1, 1, 4096),
             )
         )
     names = [c.name for c in clusters]
@@ -246,9 +262,38 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
         raise r.fail("description", f"expected a string, got {description!r}")
     colls = _collective_settings(r, top.get("collectives", {}), path)
     tcp = _tcp_settings(r, top.get("tcp", {}))
+    emulation = _emulation_settings(r, top.get("emulation", {}))
     return Platform(
-        name, path, description, tuple(clusters), wan, tuple(zippers), io, layer, colls, tcp
+        name,
+        path,
+        description,
+        tuple(clusters),
+        wan,
+        tuple(zippers),
+        io,
+        layer,
+        colls,
+        tcp,
+        emulation,
     )
+
+
+AUTO_DILATION = re.compile(r"auto(\*(\d+(\.\d*)?))?")
+
+
+def _emulation_settings(r: Reader, value: Any) -> EmulationSettings:
+    """emulation.dilation: K >= 1, "auto", or "auto*M" (M times auto: the convergence
+    experiments' 2 x auto)."""
+    t = r.table(value, "emulation", ("dilation",))
+    k = t.get("dilation", 1.0)
+    if isinstance(k, str) and (m := AUTO_DILATION.fullmatch(k)) and float(m.group(2) or 1) >= 1:
+        return EmulationSettings(k)
+    if isinstance(k, bool) or not isinstance(k, int | float) or not 1 <= k <= MAX_DILATION:
+        raise r.fail(
+            "emulation.dilation",
+            f"expected a number from 1 to {MAX_DILATION:g}, 'auto' or 'auto*M', got {k!r}",
+        )
+    return EmulationSettings(float(k))
 
 
 def _tcp_settings(r: Reader, value: Any) -> TcpSettings:
@@ -334,47 +379,3 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Platform:
     shown = ", ".join(s.encode("unicode_escape").decode() for s in overrides)  # one line
     source = str(path) + (f" (with --set {shown})" if overrides else "")
     return parse(raw, source, path)
-
-
-def _parse_value(text: str) -> Any:
-    """A --set value: a TOML value when it is one (2, 0.1, true, ["a","b"]), else a string."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def apply_override(raw: dict[str, Any], setting: str) -> None:
-    """Apply KEY=VALUE to the raw platform. wan.X sets X on the defaults and every link."""
-    key, sep, text = setting.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise UserError(f"--set {setting!r}: expected KEY=VALUE, such as wan.latency=2ms")
-    if not re.fullmatch(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*", key):
-        raise UserError(
-            f"--set {setting!r}: expected a KEY of names joined by dots, such as wan.latency"
-        )
-    value = _parse_value(text.strip())
-    parts = key.split(".")
-    if parts[0] == "wan" and len(parts) == 2 and parts[1] in LINK_KEYS:
-        wan = raw.setdefault("wan", {})
-        wan[parts[1]] = value
-        for link in wan.get("link", []):
-            if isinstance(link, dict):
-                link[parts[1]] = value
-        return
-    node: Any = raw
-    for i, part in enumerate(parts[:-1]):
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise UserError(
-                    f"--set {key}: {'.'.join(parts[: i + 1])} is not an index of the list"
-                )
-            node = node[int(part)]
-        else:
-            node = node.setdefault(part, {})
-        if not isinstance(node, dict | list):
-            raise UserError(f"--set {key}: {'.'.join(parts[: i + 1])} is a value, not a table")
-    if isinstance(node, list):
-        raise UserError(f"--set {key}: cannot replace a list element; set one of its keys")
-    node[parts[-1]] = value

@@ -64,6 +64,7 @@ class Cluster:
     lan_emulated: bool
     host_patterns: tuple[str, ...]
     uplink: LinkModel | None
+    cores: int = 1  # cores of each host, in the scale model (emulation.dilation)
 
     @property
     def ranks(self) -> int:
@@ -125,6 +126,18 @@ class TcpSettings:
     slow_start_after_idle: bool | None = None
 
 
+MAX_DILATION = 1000.0
+
+
+@dataclass(frozen=True)
+class EmulationSettings:
+    """The scale model (docs/dilation.md): run K times slower than real time, each host
+    capped at its cores / K of a CPU, the network scaled by K. "auto" is resolved by
+    isthmus.emulate.dilation before anything starts."""
+
+    dilation: float | str = 1.0
+
+
 @dataclass(frozen=True)
 class Platform:
     name: str
@@ -137,6 +150,7 @@ class Platform:
     layer: LayerSettings = field(default_factory=LayerSettings)
     collectives: CollectiveSettings = field(default_factory=CollectiveSettings)
     tcp: TcpSettings = field(default_factory=TcpSettings)
+    emulation: EmulationSettings = field(default_factory=EmulationSettings)
 
     @property
     def total_ranks(self) -> int:

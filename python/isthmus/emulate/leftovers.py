@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from isthmus.emulate import net
+from isthmus.emulate import dilation, net
 from isthmus.emulate.plan import NAME_RE
 
 
@@ -51,8 +51,13 @@ def down_all() -> dict[str, list[str]]:
     """Remove every network isthmus made on this machine (`net down --all`), then any other
     ist-* namespace. Returns what was removed, by network ("" for stray namespaces)."""
     removed = {name: net.down(name) for name in networks()}
-    if stray := net.existing_namespaces(""):
-        for ns in stray:
+    stray: list[str] = []
+    if namespaces := net.existing_namespaces(""):
+        for ns in namespaces:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        stray += namespaces
+    for name in dilation.leftover_cgroups():  # CPU caps of a network whose state is gone
+        stray += dilation.remove_cgroups(name)
+    if stray:
         removed[""] = stray
     return removed

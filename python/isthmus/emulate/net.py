@@ -29,6 +29,7 @@ from typing import Any
 
 from isthmus.config import paths
 from isthmus.config.platform import MTU_RANGE, Platform, TcpSettings, parse_link
+from isthmus.emulate import dilation as scale
 from isthmus.emulate import signals
 from isthmus.emulate.plan import (
     DEFAULT_MTU,
@@ -63,6 +64,8 @@ class NetworkState:
     hosts: list[dict[str, Any]] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     owner_pid: int = 0  # the `isthmus run` that made it for itself, 0 for `net up`
+    dilation: float = 1.0  # the scale model's K (docs/dilation.md)
+    cgroups: str = ""  # the hosts' CPU cgroups' directory when K > 1
 
 
 def state_dir(name: str) -> Path:
@@ -163,13 +166,19 @@ def up(
     mtu: int = DEFAULT_MTU,
     spin_ns: int = 200_000,
     owner_pid: int = 0,
+    dilation: float | None = None,
+    router_sched: str = "nice",
 ) -> NetworkState:
-    """Create the namespaces, start the router, configure the addresses."""
+    """Create the namespaces, start the router, configure the addresses; with dilation
+    K > 1 (default: the platform's), also the hosts' CPU cgroups."""
     check_name(name)
     require_privileges()
     if not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
         raise UserError(f"--mtu {mtu}: expected {MTU_RANGE[0]} to {MTU_RANGE[1]}")
     p = make_plan(platform)
+    k = scale.resolve(platform).factor if dilation is None else dilation
+    if k > 1:
+        scale.require_writable()
     sysctls = tcp_sysctls(platform.tcp)
     clash = existing_namespaces(name)
     if clash or state_dir(name).exists():
@@ -187,7 +196,8 @@ def up(
             _set_sysctls(netns_name(name, h.name), sysctls)
         control = d / "router.sock"
         conf = d / "router.conf"
-        conf.write_text(router_config(p, name, control, spin_ns))
+        conf.write_text(router_config(p, name, control, spin_ns, k, router_sched))
+        cgroups = str(scale.make_cgroups(platform, name, k)) if k > 1 else ""
         pid = _start_router(conf, d / "router.log", dies_with_parent=owner_pid != 0)
         for h in p.hosts:
             ns = netns_name(name, h.name)
@@ -204,6 +214,8 @@ def up(
             [asdict(h) | {"netns": netns_name(name, h.name)} for h in p.hosts],
             [lk.name for lk in p.links],
             owner_pid,
+            k,
+            cgroups,
         )
         atomic.write_text(d / "state.json", json.dumps(asdict(st), indent=1))
         return st
@@ -292,6 +304,7 @@ def down(name: str = DEFAULT_NAME) -> list[str]:
     for ns in existing_namespaces(name):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         removed.append(ns)
+    removed += scale.remove_cgroups(name)
     d = state_dir(name)
     if d.exists():
         shutil.rmtree(d, ignore_errors=True)

@@ -200,11 +200,20 @@ def _zipper_joins(zippers: dict[str, Any], a: Host, b: Host) -> bool:
     return other.cluster in zippers[z.cluster or ""].clusters
 
 
-def router_config(p: NetworkPlan, net: str, control: Path, spin_ns: int) -> str:
+def router_config(
+    p: NetworkPlan,
+    net: str,
+    control: Path,
+    spin_ns: int,
+    dilation: float = 1.0,
+    sched: str = "nice",
+) -> str:
     lines = [
         "# isthmus-router configuration, written by `isthmus net up`",
         f"control {control}",
         f"spin_ns {spin_ns}",
+        f"dilation {dilation:.9g}",
+        f"sched {sched}",
     ]
     for i, h in enumerate(p.hosts):
         lines.append(f"host {i} {netns_name(net, h.name)} {h.address}")

@@ -54,6 +54,7 @@ RESULTS = paths.ROOT / "results"
 KINDS = tuple(sorted(f.stem for f in (Path(__file__).parent / "runners").glob("[a-z]*.py")))
 TOP_KEYS = {
     "title", "kind", "mpis", "repetitions", "minutes", "params", "quick", "description", "extends",
+    "dilate",
 }  # fmt: skip
 MPIS = tuple(IMPLEMENTATIONS)
 
@@ -80,6 +81,8 @@ class Experiment:
     minutes: float
     params: dict[str, Any]
     quick: bool
+    # the scale model's K for every run, bench and sweep of the experiment (docs/dilation.md)
+    dilate: float | str = 1.0
 
     @property
     def runner(self) -> ModuleType:
@@ -149,6 +152,14 @@ def _check_types(path: Path, raw: dict[str, Any]) -> None:
         raise UserError(f"{path}: quick.params = {quick['params']!r}: expected a table")
 
 
+def _dilate(path: Path, value: Any) -> float | str:
+    if isinstance(value, str) and value.startswith("auto"):  # auto, auto*M: checked at the run
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value <= 1000:
+        raise UserError(f"{path}: dilate = {value!r}: expected a number from 1 to 1000 or 'auto'")
+    return float(value)
+
+
 def load(name: str, quick: bool = False) -> Experiment:
     """The experiment NAME ("area/name"), checked; errors name the file and the key."""
     path, raw = _read(name)
@@ -192,6 +203,7 @@ def load(name: str, quick: bool = False) -> Experiment:
         minutes=float(raw.get("minutes", 0)),
         params=params,
         quick=quick,
+        dilate=_dilate(path, raw.get("dilate", 1.0)),
     )
     unknown = sorted(set(params) - exp.runner.PARAMS)
     if unknown:
@@ -270,6 +282,9 @@ def run(
         TimeElapsedColumn(),
         TextColumn("[dim]{task.fields[step]}"),
     )
+    from isthmus.experiment import runners
+
+    runners.dilate_runs(exp.dilate)
     with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task(name, total=len(steps), completed=len(steps) - len(todo), step="")
         for s in todo:
@@ -295,6 +310,7 @@ def run(
         dirty=dirty,
     )
     head["duration_s"] = round(time.monotonic() - started, 1)
+    head["dilate"] = exp.dilate  # each run's K is in its own records too
     out = result_path(name, out_dir)
     records.write_result(out, {"header": head, "params": exp.params, "rows": rows})
     shutil.rmtree(work, ignore_errors=True)

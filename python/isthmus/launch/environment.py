@@ -145,12 +145,19 @@ def collective_environment(platform: Platform, workdir: Path) -> dict[str, str]:
     return env
 
 
-def wait_mode(platform: Platform, impl: mpi.MpiImplementation, nranks: int, cores: int) -> str:
+def wait_mode(
+    platform: Platform, impl: mpi.MpiImplementation, nranks: int, cores: int, dilation: float = 1.0
+) -> str:
     """spin or sleep: layer.wait; auto sleeps when the ranks outnumber the cores. MPICH
     busy-polls (an 8-rank Allreduce on 2 cores: 28 ms spinning, 1.4 ms sleeping); Open MPI
     yields when oversubscribed, which keeps collectives fast (0.42 against 1.02 ms) but lets
     its idle ranks starve rendezvous transfers of the others (over 60 s against 2.1 s,
-    results/net/README.md): a run must finish before it can be fast."""
+    results/net/README.md): a run must finish before it can be fast.
+    Dilated (docs/dilation.md) each host has its own cores, capped: auto spins as a rank on
+    a real cluster does, unless a host runs more ranks than it has cores."""
     if platform.layer.wait != "auto":
         return platform.layer.wait
+    if dilation > 1:
+        crowded = any(c.ranks_per_host > c.cores for c in platform.clusters)
+        return "sleep" if crowded else "spin"
     return "sleep" if nranks > cores else "spin"

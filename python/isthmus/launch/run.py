@@ -29,6 +29,7 @@ from typing import Any
 from isthmus import __version__, records
 from isthmus.config import paths
 from isthmus.config.platform import Platform
+from isthmus.emulate import dilation as scale
 from isthmus.emulate import leftovers, net, rootless, signals
 from isthmus.emulate.plan import CONTROL_HOST, make_plan, netns_name
 from isthmus.errors import UserError
@@ -86,6 +87,24 @@ def _annotate_profile(path: Path, run_info: dict[str, Any]) -> None:
     records.write_json(path, data, "profile")
 
 
+def _dilation(req: RunRequest, emulate: bool, own_network: bool) -> scale.Dilation:
+    """The K in force: the platform's for a network of the run's own, the network's when
+    the run uses one that is up (--net)."""
+    if not emulate:
+        if req.platform.emulation.dilation != 1.0:
+            raise UserError(
+                "emulation.dilation: dilation needs the emulated network (real sites run in "
+                "real time): expected 1"
+            )
+        return scale.Dilation(1.0, "real sites")
+    if own_network:
+        return scale.resolve(req.platform)
+    st = net.load_state(req.net or "")
+    if st is None or len(st.hosts) != len(make_plan(req.platform).hosts):
+        raise UserError(f"--net {req.net}: that network was made for another platform")
+    return scale.Dilation(st.dilation, f"K = {st.dilation:g}: network {req.net}'s")
+
+
 def run(req: RunRequest) -> int:
     if not req.app:
         raise UserError("no application given: isthmus run -p PLATFORM -- APP [ARGS...]")
@@ -130,19 +149,26 @@ def run(req: RunRequest) -> int:
     emulate = req.emulate and req.platform.emulated
     netname = req.net or f"run{os.getpid()}"
     own_network = emulate and not (req.net and net.is_up(req.net))
+    dilation = _dilation(req, emulate, own_network)
     if own_network and os.geteuid() != 0:
+        if dilation.active:
+            scale.require_writable()  # refused with the reason: cgroups need root
         rootless.reexec()  # does not return: the run continues inside a user namespace
     cores = os.cpu_count() or 1
-    if nranks > cores:
+    if dilation.active:
         print(
-            f"isthmus: {nranks} ranks on {cores} cores: ranks take turns on the cores, so "
-            "timings include time spent waiting for one",
+            f"isthmus: time dilation {dilation.why}; the run takes about {dilation.factor:g}x "
+            "as long, and every time it reports is virtual (docs/dilation.md)",
             file=sys.stderr,
         )
-    if req.net and not own_network and emulate:
-        st = net.load_state(req.net)
-        if st is None or len(st.hosts) != len(make_plan(req.platform).hosts):
-            raise UserError(f"--net {req.net}: that network was made for another platform")
+    elif nranks > cores:
+        print(
+            f"isthmus: {nranks} ranks on {cores} cores: ranks take turns on the cores, so "
+            "timings include time spent waiting for one (emulation.dilation = 'auto' gives "
+            "each host its cores: docs/dilation.md)",
+            file=sys.stderr,
+        )
+    timeout = req.timeout * dilation.factor if req.timeout else req.timeout
     try:
         if own_network:
             for left, pid in leftovers.remove_orphans():
@@ -150,12 +176,20 @@ def run(req: RunRequest) -> int:
                     f"isthmus: removed network {left}, left by a killed isthmus run (pid {pid})",
                     file=sys.stderr,
                 )
-            net.up(req.platform, netname, list(req.overrides), owner_pid=os.getpid())
+            net.up(
+                req.platform,
+                netname,
+                list(req.overrides),
+                owner_pid=os.getpid(),
+                dilation=dilation.factor,
+            )
         with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
             layer_env = layer_environment(req.platform, impl, profile)
             layer_env["ISTHMUS_STATUS_DIR"] = status_dir
             layer_env.update(collective_environment(req.platform, Path(status_dir)))
-            layer_env["ISTHMUS_WAIT"] = wait_mode(req.platform, impl, nranks, cores)
+            layer_env["ISTHMUS_WAIT"] = wait_mode(
+                req.platform, impl, nranks, cores, dilation.factor
+            )
             layer_env.update(pio_environment(req.platform, nranks))
             layer_env.update(site_env)
             if site_env and os.environ.get("ISTHMUS_CLUSTER"):  # the documented override
@@ -165,6 +199,14 @@ def run(req: RunRequest) -> int:
             alive = None
             if emulate:
                 layer_env["ISTHMUS_NETNS"] = ",".join(rank_namespaces(req.platform, netname))
+                if dilation.active:
+                    st_now = net.load_state(netname)
+                    # through our root: `ip netns exec` gives the launcher a /sys of its
+                    # own, without the cgroup file systems
+                    cgroups = st_now.cgroups if st_now else ""
+                    layer_env["ISTHMUS_CGROUPS"] = f"/proc/{os.getpid()}/root{cgroups}"
+                    # virtual time equals real time at this instant, in every rank
+                    layer_env["ISTHMUS_DILATION"] = f"{dilation.factor:.9g}:{time.monotonic_ns()}"
                 layer_env.update(mpi.emulation_environment(impl))
                 prefix = ["ip", "netns", "exec", netns_name(netname, CONTROL_HOST)]
                 alive = lambda: net.is_up(netname)  # noqa: E731
@@ -173,7 +215,7 @@ def run(req: RunRequest) -> int:
             cmd = prefix + impl.launch_command(nranks, sorted(layer_env), argv)
             started = time.monotonic()
             on_timeout = functools.partial(
-                _report_backtraces, Path(status_dir), netname, req.timeout or 0.0
+                _report_backtraces, Path(status_dir), netname, timeout or 0.0
             )
             with open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out:
                 if zipped:
@@ -181,11 +223,9 @@ def run(req: RunRequest) -> int:
                         req.platform, impl, netname, layer_env, argv, Path(status_dir)
                     )
                     cmd = launchers[0].cmd
-                    rc, stopped = launch_all(
-                        launchers, forwarders, req.timeout, alive, out, on_timeout
-                    )
+                    rc, stopped = launch_all(launchers, forwarders, timeout, alive, out, on_timeout)
                 else:
-                    rc, stopped = launch(cmd, env, req.timeout, alive, out, on_timeout)
+                    rc, stopped = launch(cmd, env, timeout, alive, out, on_timeout)
             wall = time.monotonic() - started
             failure = None
             if rc != 0 and stopped is None and alive is not None and not alive():
@@ -210,8 +250,10 @@ def run(req: RunRequest) -> int:
             with signals.deferred():
                 net.down(netname)
     if stopped == "timeout":
+        scaled = f" ({timeout:g}s real at dilation {dilation.factor:g})" if dilation.active else ""
         print(
-            f"isthmus: the run exceeded --timeout {req.timeout:g}s and was stopped", file=sys.stderr
+            f"isthmus: the run exceeded --timeout {req.timeout:g}s{scaled} and was stopped",
+            file=sys.stderr,
         )
     elif stopped == "network":
         print(
@@ -252,6 +294,9 @@ def run(req: RunRequest) -> int:
                     "launcher": cmd,
                     "exit_code": rc,
                     "wall_seconds": round(wall, 6),
+                    # the profile's times are virtual: real time / dilation
+                    "dilation": dilation.factor,
+                    "dilation_why": dilation.why,
                 },
             )
         else:

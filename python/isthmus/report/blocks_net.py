@@ -17,6 +17,13 @@ def _range(s: dict[str, Any], fmt: str = "{:.1f}") -> str:
 
 def block_selftest(res: dict[str, Any]) -> str:
     rows = res["rows"]
+    p = res.get("params", {})
+    setting = []
+    if p.get("dilate", 1) != 1:
+        setting.append(f"time dilation K = {p['dilate']:g}: every figure is virtual")
+    if p.get("busy"):
+        setting.append(f"{p['busy']} spinning processes (nice 19) as load")
+    setting.append(f"router at {'SCHED_FIFO' if p.get('router_sched') == 'fifo' else 'nice -10'}")
     delay = [
         [
             f"{r['delay_ms']:g} ms",
@@ -26,12 +33,15 @@ def block_selftest(res: dict[str, Any]) -> str:
             f"{r['tolerance_us']:.0f}",
             "yes" if max(abs(r["raw_error_us"]["min"]), abs(r["raw_error_us"]["max"]))
             <= r["tolerance_us"] else "**no**",
+            _range(r["router_late_us"]) if "router_late_us" in r else "-",
         ]
         for r in rows if r["kind"] == "delay"
     ]  # fmt: skip
-    text = "RTT error in us (median RTT - 2 x one-way delay; median and range over the runs):\n\n"
+    text = f"Setting: {'; '.join(setting)}.\n\n"
+    text += "RTT error in us (median RTT - 2 x one-way delay; median and range over the runs):\n\n"
     text += table(["one-way delay", "protocol", "raw error", "error less the veth pair's RTT",
-                   "tolerance", "raw within in every run"], delay, right_from=2)  # fmt: skip
+                   "tolerance", "raw within in every run", "router's own lateness"], delay,
+                  right_from=2)  # fmt: skip
     rate = [[f"{r['rate_mbit']:g} Mbit/s", _range({k: 100 * v for k, v in r["fraction"].items()
                                                    if k != "reps"}) + " %"]
             for r in rows if r["kind"] == "rate"]  # fmt: skip

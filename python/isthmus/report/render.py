@@ -32,6 +32,7 @@ from isthmus.experiment import all_names, provenance
 from isthmus.records import atomic
 from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_apps as apps
+from isthmus.report import blocks_dilation as dil
 from isthmus.report import blocks_net as net
 from isthmus.report import blocks_robustness as robustness
 from isthmus.report import render_zipper as z
@@ -89,6 +90,8 @@ BLOCKS.update(
     {
         "net/selftest": Block("net/selftest", net.block_selftest, net.plot_selftest,
                               "results/net/selftest.png"),
+        **{f"net/selftest-{v}": Block(f"net/selftest-{v}", net.block_selftest)
+           for v in ("busy", "busy-fifo", "dilated")},
         "overhead/overhead": Block("overhead/overhead", net.block_overhead, net.plot_overhead,
                                    "results/overhead/overhead.png"),
         "pio/bench": Block("pio/bench", apps.block_pio, apps.plot_pio, "results/pio/bench.png"),
@@ -111,6 +114,12 @@ BLOCKS.update(
         "robustness/stall": Block("robustness/stall", robustness.block_stall),
         "robustness/races": Block("robustness/races", robustness.block_passes),
         "robustness/stress": Block("robustness/stress", robustness.block_passes),
+        "dilation/weak-scaling": Block("dilation/weak-scaling", dil.block_weak_scaling),
+        "dilation/interposition": Block("dilation/interposition", dil.block_interposition),
+        "collectives/latency-dilated": Block("collectives/latency-dilated", block_latency),
+        "collectives/latency-dilated-2x": Block("collectives/latency-dilated-2x", block_latency),
+        "dilation/convergence-latency": Block("collectives/latency-dilated",
+                                              dil.block_convergence),
         "zipper/p2p": Block("zipper/p2p", z.block_p2p, z.plot_p2p, "results/zipper/p2p.png"),
         "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
                                 "results/zipper/zippers.png"),

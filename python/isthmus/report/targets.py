@@ -18,6 +18,7 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_collectives, blocks_grid, results
+from isthmus.report import blocks_dilation as dilation
 from isthmus.report import blocks_robustness as robustness
 
 TARGETS_FILE = paths.ROOT / "experiments" / "targets.toml"
@@ -350,6 +351,8 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "discovery-exact": lambda res: Measured(*adaptive.exact_clusters(res)),
     "discovery-budget": lambda res: Measured(*adaptive.init_budget(res)),
     "discovered-params": lambda res: Measured(*adaptive.params_within(res)),
+    "weak-scaling": lambda res: Measured(*dilation.weak_scaling_within(res)),
+    "converged": lambda res: Measured(*dilation.converged_within(res)),
 }
 
 

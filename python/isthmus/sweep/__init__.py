@@ -54,6 +54,7 @@ RESULT_COLUMNS = (
     "status",
     "exit_code",
     "wall_s",
+    "dilation",
     "app_s",
     "mpi_s",
     "inter_bytes",
@@ -103,6 +104,7 @@ def _profile_figures(path: Path) -> dict[str, Any]:
         "inter_bytes": sum(t["inter"]["bytes"] for t in traffic.values()),
         "intra_bytes": sum(t["intra"]["bytes"] for t in traffic.values()),
         "wan_coll_bytes": sum(row[4] for row in wan_rows),
+        "dilation": data.get("run", {}).get("dilation", 1.0),
     }
 
 
@@ -176,6 +178,9 @@ def run_point(sweep: Sweep, point: Point, out: Path) -> dict[str, Any]:
         "wan_coll_bytes": None,
     }
     row.update(_profile_figures(pdir / "profile.json"))
+    # dilated runs: every time is virtual (the profile's already are; docs/dilation.md)
+    row["wall_s"] = round(wall / row.setdefault("dilation", 1.0), 6)
+    row["wall_real_s"] = round(wall, 6)
     row.update({k: v for k, v in point.settings})
     row.update(figures)
     row["missing_figures"] = missing

@@ -182,12 +182,15 @@ def one_cluster_toml(p: Platform) -> str:
     per_host = first.ranks_per_host if len(rph) == 1 else 1
     hosts = p.total_ranks // per_host
     bw = f', bandwidth = "{lan.bandwidth:.17g}B/s"' if lan.bandwidth else ""
+    k = p.emulation.dilation
+    # the baseline runs at the platform's dilation: its times compare with the points'
+    dilation = "" if k == 1.0 else f"\n[emulation]\ndilation = {k!r}\n".replace("'", '"')
     return (
         f"# Written by isthmus sweep: the ranks of {p.name} in one cluster (the baseline)\n"
         f'name = "{p.name}-{BASELINE}"\n\n'
         f"[clusters.all]\nhosts = {hosts}\nranks_per_host = {per_host}\n"
         f'lan = {{ latency = "{lan.latency:.17g}s"{bw} }}\n\n'
-        f'[layer]\nwait = "{p.layer.wait}"\n'
+        f'[layer]\nwait = "{p.layer.wait}"\n' + dilation
     )
 
 

@@ -89,8 +89,23 @@ def checked_cases(exp: Experiment) -> list[dict[str, Any]]:
     return cases
 
 
+# The experiment's `dilate`: given to every run, bench and sweep (experiment.run sets it).
+_DILATE: list[str] = []
+
+
+def dilate_runs(k: float | str) -> None:
+    _DILATE[:] = [] if k == 1.0 else ["--dilate", k if isinstance(k, str) else f"{k:g}"]
+
+
+def dilate_args() -> list[str]:
+    """--dilate K for a runner that starts `isthmus run` itself (empty at K = 1)."""
+    return list(_DILATE)
+
+
 def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:
     """Run this checkout's isthmus command; a failure is one line naming the step."""
+    if args and args[0] in ("run", "bench", "sweep") and _DILATE:
+        args = [args[0], *_DILATE, *args[1:]]
     child = subprocess.Popen(
         [str(paths.isthmus_command()), *args],
         stdout=subprocess.PIPE,

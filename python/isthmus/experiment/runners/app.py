@@ -8,7 +8,7 @@ cases.
 [params]
   platform = "examples/platforms/one-cluster.toml"
   set = ["clusters.local.hosts=8"]
-  program = "allreduce_loop"
+  program = "allreduce_loop"            (or "tests/{mpi}/NAME": a test program)
   args = ["100"]
   figure = "us_per_allreduce"
   [[params.cases]]  name = "openmpi, spinning", mpi = "openmpi", set = ["layer.wait=spin"]
@@ -42,6 +42,13 @@ def steps(exp: Experiment) -> list[Step]:
             for rep in range(exp.repetitions) for k, c in cases]  # fmt: skip
 
 
+def _program(mpi: str, name: str) -> Path:
+    """A benchmark program (build/bin/MPI/NAME), or a test program ("tests/{mpi}/NAME")."""
+    if name.startswith("tests/"):
+        return paths.build_dir() / name.replace("{mpi}", mpi)
+    return paths.program(mpi, name)
+
+
 def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     p = exp.params
     case = mpi_cases(exp)[step.spec["case"]]
@@ -49,7 +56,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     done = isthmus(
         ["run", "-p", str(paths.ROOT / p["platform"]), *settings,
          "--mpi", case["mpi"], "--timeout", p.get("timeout", "5min"), "--",
-         str(paths.program(case["mpi"], p["program"])), *p.get("args", [])],
+         str(_program(case["mpi"], p["program"])), *p.get("args", [])],
         step.label,
     )  # fmt: skip
     try:

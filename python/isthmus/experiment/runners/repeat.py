@@ -27,7 +27,7 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
-from isthmus.experiment.runners import check_cases
+from isthmus.experiment.runners import check_cases, dilate_args
 
 PARAMS = {"cases", "timeout", "bound"}
 CASE_KEYS = {"name", "mpi", "platform", "set", "program", "args", "env"}
@@ -69,7 +69,8 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     if not program.exists():
         raise UserError(f"{program} is missing: run 'make build'")
     sets = [x for s in case.get("set", []) for x in ("--set", s)]
-    cmd = [str(paths.isthmus_command()), "run", "-p", str(paths.ROOT / case["platform"]),
+    cmd = [str(paths.isthmus_command()), "run", *dilate_args(),
+           "-p", str(paths.ROOT / case["platform"]),
            *sets, "--mpi", case["mpi"], "--timeout", f"{exp.params['timeout']:g}s", "--",
            str(program), *map(str, case.get("args", []))]  # fmt: skip
     started = time.monotonic()

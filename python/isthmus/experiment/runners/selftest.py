@@ -7,6 +7,9 @@ limit at each MTU, with a direct veth pair measured in the same run as the refer
 
 [params]
   quick = false                    # the selftest's own quick mode (every other delay)
+  dilate = 1                       # the scale model's K: every figure virtual
+  busy = 0                         # spinning processes (nice 19) as load
+  router_sched = "nice"            # the router's priority: nice (-10) or fifo
 
 Rows, each with every repetition's value:
   kind "delay":      per one-way delay and protocol, the raw RTT error (median RTT - 2 x
@@ -25,13 +28,21 @@ from pathlib import Path
 from typing import Any
 
 from isthmus.emulate import selftest as net_selftest
+from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
 
-PARAMS = {"quick"}
+PARAMS = {"quick", "dilate", "busy", "router_sched"}
 
 
 def check(exp: Experiment) -> None:
-    """Nothing beyond the parameter names, which experiment.load checks."""
+    p = exp.params
+    k, busy = p.get("dilate", 1), p.get("busy", 0)
+    if not isinstance(k, int | float) or not 1 <= k <= 1000:
+        raise UserError(f"{exp.path}: params.dilate: expected a number from 1 to 1000")
+    if not isinstance(busy, int) or not 0 <= busy <= 64:
+        raise UserError(f"{exp.path}: params.busy: expected 0 to 64")
+    if p.get("router_sched", "nice") not in ("nice", "fifo"):
+        raise UserError(f"{exp.path}: params.router_sched: expected nice or fifo")
 
 
 def steps(exp: Experiment) -> list[Step]:
@@ -39,7 +50,13 @@ def steps(exp: Experiment) -> list[Step]:
 
 
 def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
-    result = net_selftest.measure(quick=bool(exp.params.get("quick", False)))
+    p = exp.params
+    result = net_selftest.measure(
+        quick=bool(p.get("quick", False)),
+        dilation=float(p.get("dilate", 1)),
+        busy=int(p.get("busy", 0)),
+        router_sched=str(p.get("router_sched", "nice")),
+    )
     raw: dict[str, Any] = result["raw"]
     return raw
 
@@ -66,6 +83,13 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
                     "raw_error_us": _stats([x - 2000 * delay for x in rtt]),
                     "error_less_veth_us": _stats(
                         [x - v - 2000 * delay for x, v in zip(rtt, veth, strict=True)]
+                    ),
+                    # the router's own lateness (virtual us), where the run measured it
+                    "router_late_us": _stats(
+                        [
+                            r["delays_ms"][k][proto].get("router", {}).get("late_mean_us", 0.0)
+                            for r in raws
+                        ]
                     ),
                 }
             )
