@@ -123,7 +123,16 @@ def context(res: SweepResults, command: str) -> str:
     except OSError:
         plat_text = "(not readable)"
     reps = sorted({int(r["repeat"]) + 1 for r in res.rows})
+    ks = sorted({float(r.get("dilation") or 1.0) for r in res.rows})
+    dilation = (
+        "<li>Time dilation (docs/dilation.md): K = "
+        + ", ".join(f"{k:g}" for k in ks)
+        + (" (none: real time; ranks and router share the machine's cores)" if ks == [1.0]
+           else ": every time is virtual")
+        + ".</li>"
+    )  # fmt: skip
     items = [
+        dilation,
         f"<li>Platform <code>{html.escape(str(plat))}</code>, with "
         f"<code>{html.escape(' '.join(res.sweep.get('overrides', [])) or 'no overrides')}</code>"
         f"; varied: <code>{html.escape(json.dumps(res.sweep.get('vary', [])))}</code>; "
