@@ -11,9 +11,9 @@
  *             timerfd_settime/gettime, pthread_cond_timedwait, pthread_cond_clockwait,
  *             sem_timedwait, sem_clockwait.
  * CPU-time clocks are not scaled: a rank capped at cores / K of a CPU already accrues its
- * virtual compute time. Chosen over libfaketime (Debian's 0.9.10), whose rate factor left
- * CLOCK_MONOTONIC unscaled and which has no MPI_Wtime; the cost per clock read is measured
- * in results/dilation/README.md.
+ * virtual compute time. Chosen over libfaketime (Debian's 0.9.10), which at a rate factor
+ * also scales CPU time, leaves ppoll unscaled, breaks sem_timedwait and costs more per read
+ * (dilation/interposition in results/dilation/README.md).
  *
  * Without the variable (or with K = 1) every function here is the C library's, called
  * through a pointer: nothing changes. A rank's own libisthmus code reads virtual time too

@@ -170,12 +170,15 @@ def cmd_net_selftest(args: argparse.Namespace) -> int:
     k = _dilate_number(args.dilate)
     if args.busy < 0 or args.busy > 64:
         raise UserError(f"--busy {args.busy}: expected 0 to 64 spinning processes")
+    if args.mpi_job < 0 or args.mpi_job > 64:
+        raise UserError(f"--mpi-job {args.mpi_job}: expected 0 to 64 ranks")
     result = net_selftest.measure(
         quick=args.quick,
         progress=lambda s: console.print(f"[dim]{s}[/dim]"),
         dilation=k,
         busy=args.busy,
         router_sched=args.router_sched,
+        mpi_job=args.mpi_job,
     )
     if args.json:
         records.write_json(Path(args.json), result)
@@ -229,6 +232,10 @@ def add(sub: Any) -> None:
     sp.add_argument(
         "--busy", type=int, default=0, metavar="N", help="N spinning processes (nice 19) as load"
     )
+    sp.add_argument(
+        "--mpi-job", type=int, default=0, metavar="N",
+        help="an MPI job of N ranks (8-byte Allreduces, same dilation) running beside it",
+    )  # fmt: skip
     sp.add_argument(
         "--router-sched",
         choices=("fifo", "nice"),

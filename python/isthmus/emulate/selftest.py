@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -144,16 +145,48 @@ def _busy_loops(count: int, seconds: int = 900) -> Iterator[None]:
             p.wait()
 
 
+@contextmanager
+def _mpi_job(ranks: int, k: float, seconds: int = 1800) -> Iterator[None]:
+    """An MPI job of RANKS ranks on a network of its own (one cluster, at the same
+    dilation), 8-byte Allreduces without end, for the measurement (bounded by its
+    --timeout; Ctrl-C as `isthmus run` takes it stops it and its network)."""
+    if not ranks:
+        yield
+        return
+    cmd = [
+        str(paths.isthmus_command()), "run",
+        "-p", str(paths.ROOT / "examples" / "platforms" / "one-cluster.toml"),
+        "--set", f"clusters.local.hosts={ranks}", "--dilate", f"{k:g}", "--mpi", "openmpi",
+        "--timeout", f"{seconds / k:g}s", "--", str(paths.program("openmpi", "allreduce_loop")),
+        "1000000000",
+    ]  # fmt: skip
+    job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(3 * k)  # its ranks are past MPI_Init
+        if job.poll() is not None:
+            raise UserError(f"the MPI job beside the self-test ended early ({job.returncode})")
+        yield
+    finally:
+        job.send_signal(signal.SIGINT)
+        try:
+            job.wait(60)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            job.wait()
+
+
 def measure(
     quick: bool = False,
     progress: Callable[[str], None] = lambda s: None,
     dilation: float = 1.0,
     busy: int = 0,
     router_sched: str = "nice",
+    mpi_job: int = 0,
 ) -> dict[str, Any]:
     """Every figure of the self-test. With dilation K the network runs K times slower and
     every figure is virtual (real RTT / K, bytes per real second x K); busy adds that many
-    spinning processes (nice 19) as load; router_sched is the router's priority."""
+    spinning processes (nice 19) as load, mpi_job an MPI job of that many ranks (Open MPI,
+    8-byte Allreduces, at the same dilation); router_sched is the router's priority."""
     net.require_privileges()
     name = f"self{os.getpid() % 100000}"
     k = dilation
@@ -167,7 +200,7 @@ def measure(
         net.up(platform_for_selftest(), name, dilation=k, router_sched=router_sched)
         va, vb = _veth_pair(name)
         client, server = netns_name(name, CLIENT), netns_name(name, SERVER)
-        with _server(server), _server(vb), _busy_loops(busy):
+        with _server(server), _server(vb), _busy_loops(busy), _mpi_job(mpi_job, k):
             # -- no delay, no rate: speed and added RTT, per MTU, against the veth pair
             progress("veth pair and zero-delay router path")
             veth_rtt = {
@@ -333,13 +366,13 @@ def measure(
     finally:
         net.down(name)
     options = (" --quick" if quick else "") + (f" --dilate {k:g}" if k != 1 else "")
-    options += (f" --busy {busy}" if busy else "") + (
-        f" --router-sched {router_sched}" if router_sched != "nice" else ""
-    )
+    options += (f" --busy {busy}" if busy else "") + (f" --mpi-job {mpi_job}" if mpi_job else "")
+    options += f" --router-sched {router_sched}" if router_sched != "nice" else ""
     return {
         "command": "isthmus net selftest" + options,
         "dilation": k,
         "busy": busy,
+        "mpi_job": mpi_job,
         "router_sched": router_sched,
         "git_revision": paths.git_revision(),
         "checks": [asdict(c) for c in checks],

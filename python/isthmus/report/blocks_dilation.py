@@ -73,44 +73,85 @@ def weak_scaling_within(res: dict[str, Any]) -> tuple[str, str, str, bool]:
     )
 
 
-def convergence_rows(res: dict[str, Any], more: dict[str, Any]) -> list[list[Any]]:
-    """Every row of a coll experiment at K and at more dilation, matched: (case,
-    collective, point, entry, median at K, median at more, more / K)."""
-    key = ("case", "collective", "entry")
-    by = {(*(r[k] for k in key), r["point"].get("wan.latency", "")): r for r in more["rows"]}
+# What names a row (the rest are its figures); the value compared: the first present.
+KEYS = ("kind", "mpi", "case", "collective", "entry", "point", "key", "bytes", "figure")
+VALUES = ("median_us", "median", "measured_us")
+# Each dilated experiment and its 2 x auto twin (the convergence check).
+TWINS = {
+    "collectives/latency-dilated": "collectives/latency-dilated-2x",
+    "zipper/p2p-dilated": "zipper/p2p-dilated-2x",
+    "model/bcast-dilated": "model/bcast-dilated-2x",
+}
+
+
+def _key(row: dict[str, Any]) -> str:
+    return repr([(k, repr(row[k])) for k in KEYS if k in row])
+
+
+def _label(row: dict[str, Any]) -> str:
+    parts = [str(row.get(k, "")) for k in ("mpi", "case", "collective", "entry")]
+    parts += [f"{row['bytes']} B"] if "bytes" in row else []
+    parts += [f"{k}={v}" for k, v in (row.get("point") or {}).items()]
+    return ", ".join(dict.fromkeys(p for p in parts if p))
+
+
+def convergence_rows(res: dict[str, Any], more: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """Every row at K and at more dilation, matched on everything but its figures: (what,
+    median at K, median at more)."""
+    by = {_key(r): r for r in more["rows"]}
     out = []
     for r in res["rows"]:
-        other = by.get((*(r[k] for k in key), r["point"].get("wan.latency", "")))
-        if other is not None:
-            out.append([r["case"], r["collective"], r["point"].get("wan.latency", ""),
-                        r["entry"], r["median_us"], other["median_us"],
-                        other["median_us"] / r["median_us"]])  # fmt: skip
+        other = by.get(_key(r))
+        field = next(f for f in VALUES if f in r)
+        if other is not None and r.get(field):
+            out.append((_label(r), float(r[field]), float(other[field])))
     return out
 
 
 def block_convergence(res: dict[str, Any]) -> str:
-    """collectives/latency-dilated against collectives/latency-dilated-2x."""
-    more = results.load_result("collectives/latency-dilated-2x")
+    """A dilated experiment against its 2 x auto twin: the ratio of every figure."""
+    twin = TWINS[res["header"]["experiment"]]
+    more = results.load_result(twin)
     if more is None:
-        return results.missing("collectives/latency-dilated-2x")
-    rows = convergence_rows(res, more)
-    body = [[c, coll, wan, entry, f"{a / 1e3:.3f}", f"{b / 1e3:.3f}", f"{q:.3f}"]
-            for c, coll, wan, entry, a, b, q in rows]  # fmt: skip
-    head = ["case", "collective", "WAN latency", "entry", "ms at auto", "ms at 2 x auto",
-            "2 x auto / auto"]  # fmt: skip
-    return table(head, body, right_from=4) + "\n" + made_by(res) + "\n" + made_by(more) + "\n"
+        return results.missing(twin)
+    body = [[what, f"{a:.1f}", f"{b:.1f}", f"{b / a:.3f}"]
+            for what, a, b in convergence_rows(res, more)]  # fmt: skip
+    head = ["row", "at auto", "at 2 x auto", "2 x auto / auto"]
+    return table(head, body, right_from=1) + "\n" + made_by(res) + "\n" + made_by(more) + "\n"
 
 
 def converged_within(res: dict[str, Any]) -> tuple[str, str, str, bool]:
-    more = results.load_result("collectives/latency-dilated-2x")
+    twin = TWINS[res["header"]["experiment"]]
+    more = results.load_result(twin)
     if more is None:
-        return ("2 x auto not measured", "-", "-", False)
+        return (f"{twin} not measured", "-", "-", False)
     rows = convergence_rows(res, more)
-    worst = max(rows, key=lambda r: abs(r[6] - 1))
-    med = sorted(r[6] for r in rows)[len(rows) // 2]
+    ratios = sorted(b / a for _, a, b in rows)
+    worst = max(rows, key=lambda r: abs(r[2] / r[1] - 1))
     return (
-        f"{med:.3f} (2 x auto / auto, {len(rows)} rows)",
+        f"{ratios[len(ratios) // 2]:.3f} (2 x auto / auto, {len(rows)} rows)",
         "-",
-        f"{worst[6]:.3f} ({worst[0]}, {worst[1]}, {worst[3]}, WAN {worst[2]})",
-        abs(worst[6] - 1) <= 0.05,
+        f"{worst[2] / worst[1]:.3f} ({worst[0]})",
+        abs(worst[2] / worst[1] - 1) <= 0.05,
+    )
+
+
+def block_scale(res: dict[str, Any]) -> str:
+    body = [[r["mpi"], str(r["ranks"]), f"{r['dilation']['median']:g}",
+             f"{r['app_s']['median']:.3f}", f"{r['mpi_s']['median']:.3f}",
+             f"{r['wall_real_s']['median']:.1f}"] for r in res["rows"]]  # fmt: skip
+    head = ["MPI", "ranks that finished", "K", "slowest rank's time, s (virtual)",
+            "of it in MPI, s (virtual)", "real wall time of the run, s"]  # fmt: skip
+    return table(head, body, right_from=1) + "\n" + made_by(res) + "\n"
+
+
+def scale_completed(res: dict[str, Any]) -> tuple[str, str, str, bool]:
+    rows = res["rows"]
+    done = [r for r in rows if r["ranks"] >= 64]
+    worst = max(rows, key=lambda r: r["wall_real_s"]["median"])
+    return (
+        f"{len(done)} of {len(rows)} MPIs: 64 ranks finished, K {rows[0]['dilation']['median']:g}",
+        "-",
+        f"{worst['wall_real_s']['median']:.0f} s real ({worst['mpi']})",
+        len(done) == len(rows),
     )

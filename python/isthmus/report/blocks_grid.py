@@ -87,6 +87,8 @@ def model_errors(res: dict[str, Any], pairs: Pairs) -> dict[tuple[str, str], lis
     from isthmus.model import plogp
 
     params, cores = res["params"], res["header"]["machine"]["cores"]
+    if res["header"].get("dilate", 1.0) != 1.0:
+        cores = 1 << 20  # dilated: every rank has its core (docs/dilation.md)
     sizes: dict[tuple[str, str, Any], list[int]] = {}
     for mpi, coll, point, nbytes in pairs:
         if nbytes >= 65536:
@@ -149,3 +151,23 @@ def block_grid(res: dict[str, Any]) -> str:
         else ""
     )
     return table(head, rows, right_from=2) + noise + "\n" + made_by(res) + "\n"
+
+
+def model_error_within(res: dict[str, Any]) -> tuple[str, str, str, bool]:
+    """The model's error for the algorithm the layer ran, at 64 KiB and more, at 1 Gbit/s:
+    how many points are within 20%, and the worst."""
+    pairs = {k: v for k, v in entry_pairs(res).items()
+             if dict(k[2]).get("wan.bandwidth") == "1Gbit/s"}  # fmt: skip
+    errors = [(e, f"{mpi} {coll}") for (mpi, coll), es in model_errors(res, pairs).items()
+              for e in es]  # fmt: skip
+    if not errors:
+        return ("no point at 1 Gbit/s and 64 KiB or more", "-", "-", False)
+    within = sum(abs(e) <= 0.2 for e, _ in errors)
+    worst = max(errors, key=lambda v: abs(v[0]))
+    return (
+        f"{within} of {len(errors)} points within 20% "
+        f"(median |error| {statistics.median(abs(e) for e, _ in errors):.0%})",
+        "-",
+        f"{worst[0]:+.0%} ({worst[1]})",
+        within == len(errors),
+    )

@@ -23,6 +23,8 @@ def block_selftest(res: dict[str, Any]) -> str:
         setting.append(f"time dilation K = {p['dilate']:g}: every figure is virtual")
     if p.get("busy"):
         setting.append(f"{p['busy']} spinning processes (nice 19) as load")
+    if p.get("mpi_job"):
+        setting.append(f"an MPI job of {p['mpi_job']} ranks running beside it")
     setting.append(f"router at {'SCHED_FIFO' if p.get('router_sched') == 'fifo' else 'nice -10'}")
     delay = [
         [

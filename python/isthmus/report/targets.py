@@ -353,6 +353,8 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "discovered-params": lambda res: Measured(*adaptive.params_within(res)),
     "weak-scaling": lambda res: Measured(*dilation.weak_scaling_within(res)),
     "converged": lambda res: Measured(*dilation.converged_within(res)),
+    "scale-64": lambda res: Measured(*dilation.scale_completed(res)),
+    "grid-model-error": lambda res: Measured(*blocks_grid.model_error_within(res)),
 }
 
 

@@ -9,6 +9,7 @@ limit at each MTU, with a direct veth pair measured in the same run as the refer
   quick = false                    # the selftest's own quick mode (every other delay)
   dilate = 1                       # the scale model's K: every figure virtual
   busy = 0                         # spinning processes (nice 19) as load
+  mpi_job = 0                      # an MPI job of this many ranks beside it
   router_sched = "nice"            # the router's priority: nice (-10) or fifo
 
 Rows, each with every repetition's value:
@@ -31,16 +32,18 @@ from isthmus.emulate import selftest as net_selftest
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
 
-PARAMS = {"quick", "dilate", "busy", "router_sched"}
+PARAMS = {"quick", "dilate", "busy", "router_sched", "mpi_job"}
 
 
 def check(exp: Experiment) -> None:
     p = exp.params
-    k, busy = p.get("dilate", 1), p.get("busy", 0)
+    k = p.get("dilate", 1)
     if not isinstance(k, int | float) or not 1 <= k <= 1000:
         raise UserError(f"{exp.path}: params.dilate: expected a number from 1 to 1000")
-    if not isinstance(busy, int) or not 0 <= busy <= 64:
-        raise UserError(f"{exp.path}: params.busy: expected 0 to 64")
+    for key in ("busy", "mpi_job"):
+        v = p.get(key, 0)
+        if not isinstance(v, int) or not 0 <= v <= 64:
+            raise UserError(f"{exp.path}: params.{key}: expected 0 to 64")
     if p.get("router_sched", "nice") not in ("nice", "fifo"):
         raise UserError(f"{exp.path}: params.router_sched: expected nice or fifo")
 
@@ -56,6 +59,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         dilation=float(p.get("dilate", 1)),
         busy=int(p.get("busy", 0)),
         router_sched=str(p.get("router_sched", "nice")),
+        mpi_job=int(p.get("mpi_job", 0)),
     )
     raw: dict[str, Any] = result["raw"]
     return raw
