@@ -90,6 +90,8 @@ def _key(row: dict[str, Any]) -> str:
 
 def _label(row: dict[str, Any]) -> str:
     parts = [str(row.get(k, "")) for k in ("mpi", "case", "collective", "entry")]
+    if parts[1].startswith(parts[0]):  # the case names its MPI already
+        parts = parts[1:]
     parts += [f"{row['bytes']} B"] if "bytes" in row else []
     parts += [f"{k}={v}" for k, v in (row.get("point") or {}).items()]
     return ", ".join(dict.fromkeys(p for p in parts if p))
