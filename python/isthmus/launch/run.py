@@ -156,9 +156,13 @@ def run(req: RunRequest) -> int:
         rootless.reexec()  # does not return: the run continues inside a user namespace
     cores = os.cpu_count() or 1
     if dilation.active:
+        auto = scale.auto_factor(req.platform).factor if emulate else 1.0
+        short = (
+            f"; below auto ({auto:g}) the hosts still share cores" if dilation.factor < auto else ""
+        )
         print(
             f"isthmus: time dilation {dilation.why}; the run takes about {dilation.factor:g}x "
-            "as long, and every time it reports is virtual (docs/dilation.md)",
+            f"as long, and every time it reports is virtual (docs/dilation.md){short}",
             file=sys.stderr,
         )
     elif nranks > cores:

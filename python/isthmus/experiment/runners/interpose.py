@@ -2,14 +2,15 @@
 
 Each step runs two programs, without MPI launcher or network, under one way of dilating
 time at K (the layer: LD_PRELOAD of libisthmus with ISTHMUS_DILATION; libfaketime:
-LD_PRELOAD of Debian's libfaketime with FAKETIME="+0 x1/K"; none): tests/apps/clock_rate.c
-(what a CLOCK_MONOTONIC read costs, and how fast the clock runs) and
+LD_PRELOAD of Debian's libfaketime with FAKETIME="+0 x1/K"; none; or the layer preloaded
+without dilation, which must change nothing but what a call through it costs):
+tests/apps/clock_rate.c (what a CLOCK_MONOTONIC read costs, and how fast the clock runs) and
 tests/apps/dilated_clocks.c (how far each clock advances and how long each sleep or
 timeout lasts, against real time from the system call). Repetitions interleave the ways.
 
 [params]
   dilate = 4                                     K
-  ways = ["none", "isthmus", "libfaketime"]
+  ways = ["none", "isthmus-undilated", "isthmus", "libfaketime"]
 
 A row per way: ns per clock read (median, range), and for each clock and each sleep the
 real-time ratio it showed (K when scaled, 1 when not; CPU time must stay 1).
@@ -31,7 +32,7 @@ from isthmus.experiment import Experiment, Step
 from isthmus.experiment.runners import spread_stats
 
 PARAMS = {"dilate", "ways"}
-WAYS = ("none", "isthmus", "libfaketime")
+WAYS = ("none", "isthmus-undilated", "isthmus", "libfaketime")
 FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 
 
@@ -51,8 +52,10 @@ def steps(exp: Experiment) -> list[Step]:
 
 def _environment(way: str, k: float) -> dict[str, str]:
     env = dict(os.environ)
-    if way == "isthmus":
+    env.pop("ISTHMUS_DILATION", None)
+    if way.startswith("isthmus"):
         env["LD_PRELOAD"] = str(paths.build_dir() / "lib" / "openmpi" / "libisthmus.so")
+    if way == "isthmus":
         env["ISTHMUS_DILATION"] = f"{k:g}:{time.monotonic_ns()}"
     elif way == "libfaketime":
         if not FAKETIME.exists():
