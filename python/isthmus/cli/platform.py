@@ -96,7 +96,7 @@ def cmd_platform_show(args: argparse.Namespace) -> int:
         f"profile {'on' if p.layer.profile else 'off'}"
     )
     if p.emulated:
-        from isthmus.emulate import dilation
+        from isthmus.emulate import dilation  # here: only emulated platforms need it
 
         d = dilation.resolve(p)
         cores = ", ".join(f"{c.name} {c.cores}" for c in p.clusters)

@@ -43,7 +43,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from isthmus import records
 from isthmus.config import paths
-from isthmus.emulate import signals
+from isthmus.emulate import dilation, signals
 from isthmus.errors import UserError
 from isthmus.experiment import provenance
 from isthmus.launch.mpi import IMPLEMENTATIONS
@@ -282,7 +282,7 @@ def run(
         TimeElapsedColumn(),
         TextColumn("[dim]{task.fields[step]}"),
     )
-    from isthmus.experiment import runners
+    from isthmus.experiment import runners  # here: the runners import this module
 
     runners.dilate_runs(exp.dilate)
     with Progress(*columns, console=console, transient=False) as bar:
@@ -311,6 +311,8 @@ def run(
     )
     head["duration_s"] = round(time.monotonic() - started, 1)
     head["dilate"] = exp.dilate  # each run's K is in its own records too
+    if isinstance(exp.dilate, str):  # what auto meant: K = host cores / (CPUs - this)
+        head["dilation_router_share"] = dilation.ROUTER_SHARE
     out = result_path(name, out_dir)
     records.write_result(out, {"header": head, "params": exp.params, "rows": rows})
     shutil.rmtree(work, ignore_errors=True)

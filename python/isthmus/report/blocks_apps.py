@@ -87,9 +87,10 @@ def block_model(res: dict[str, Any]) -> str:
          f"{r['measured_rate_Bps'] / 1e6:.3g} MB/s", f"{r['rate_ratio']:.3f}"]
         for r in res["rows"] if r["kind"] == "fidelity"
     ]  # fmt: skip
-    text += "\nlogp across the wide-area link against the configured link:\n\n"
-    text += table(["MPI", "case", "delay", "measured (L - L at 0)", "rate", "measured (1 / slope "
-                   "of g)", "measured / rate"], fid, right_from=2)  # fmt: skip
+    if fid:  # a slice of the experiment may measure the broadcast only
+        text += "\nlogp across the wide-area link against the configured link:\n\n"
+        text += table(["MPI", "case", "delay", "measured (L - L at 0)", "rate", "measured (1 / "
+                       "slope of g)", "measured / rate"], fid, right_from=2)  # fmt: skip
     return text + "\n" + made_by(res) + "\n"
 
 

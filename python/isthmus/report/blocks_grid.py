@@ -166,7 +166,7 @@ def model_error_within(res: dict[str, Any]) -> tuple[str, str, str, bool]:
     worst = max(errors, key=lambda v: abs(v[0]))
     return (
         f"{within} of {len(errors)} points within 20% "
-        f"(median |error| {statistics.median(abs(e) for e, _ in errors):.0%})",
+        f"(median size of the error {statistics.median(abs(e) for e, _ in errors):.0%})",
         "-",
         f"{worst[0]:+.0%} ({worst[1]})",
         within == len(errors),
