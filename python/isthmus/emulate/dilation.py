@@ -26,8 +26,9 @@ from isthmus.emulate.plan import make_plan, netns_name
 from isthmus.errors import UserError
 
 # What the router takes of a CPU while a dilated job runs: sampled each second over the
-# dilated experiments, it averaged 0.1-0.2 of a CPU and peaked at 0.65 under the grid's
-# slice at 1 Gbit/s (64 KiB to 1 MiB collectives; the issue 44 note). It is not capped.
+# dilated experiments, it averaged 0.1-0.3 of a CPU and peaked at 0.65 under the grid's
+# slice at 1 Gbit/s and at 0.83 under the zipper's ping-pongs (the issue 44 note). It is
+# not capped: where it takes more, the hosts get a little less than their share.
 ROUTER_SHARE = 0.75
 # The CFS period of a host's cgroup: short, so that a rank's share is smooth on the time
 # scale of messages, but long enough that its quota stays at least the kernel's 1 ms and
