@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +31,7 @@ from typing import Any
 
 from isthmus.config import paths
 from isthmus.config.platform import parse
-from isthmus.emulate import net
+from isthmus.emulate import load, net
 from isthmus.emulate.plan import DEFAULT_MTU, netns_name
 from isthmus.errors import UserError
 
@@ -132,49 +131,6 @@ def _lateness(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]
     return {"packets": n, "late_mean_us": total / n / 1e3 if n else 0.0}
 
 
-@contextmanager
-def _busy_loops(count: int, seconds: int = 900) -> Iterator[None]:
-    """COUNT processes that spin at the lowest priority for the measurement (bounded)."""
-    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
-    procs = [subprocess.Popen(["nice", "-n", "19", "python3", "-c", loop]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-
-
-@contextmanager
-def _mpi_job(ranks: int, k: float, seconds: int = 1800) -> Iterator[None]:
-    """An MPI job of RANKS ranks on a network of its own (one cluster, at the same
-    dilation), 8-byte Allreduces without end, for the measurement (bounded by its
-    --timeout; Ctrl-C as `isthmus run` takes it stops it and its network)."""
-    if not ranks:
-        yield
-        return
-    cmd = [
-        str(paths.isthmus_command()), "run",
-        "-p", str(paths.ROOT / "examples" / "platforms" / "one-cluster.toml"),
-        "--set", f"clusters.local.hosts={ranks}", "--dilate", f"{k:g}", "--mpi", "openmpi",
-        "--timeout", f"{seconds / k:g}s", "--", str(paths.program("openmpi", "allreduce_loop")),
-        "1000000000",
-    ]  # fmt: skip
-    job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(3 * k)  # its ranks are past MPI_Init
-        if job.poll() is not None:
-            raise UserError(f"the MPI job beside the self-test ended early ({job.returncode})")
-        yield
-    finally:
-        job.send_signal(signal.SIGINT)
-        try:
-            job.wait(60)
-        except subprocess.TimeoutExpired:
-            job.kill()
-            job.wait()
-
-
 def measure(
     quick: bool = False,
     progress: Callable[[str], None] = lambda s: None,
@@ -200,7 +156,7 @@ def measure(
         net.up(platform_for_selftest(), name, dilation=k, router_sched=router_sched)
         va, vb = _veth_pair(name)
         client, server = netns_name(name, CLIENT), netns_name(name, SERVER)
-        with _server(server), _server(vb), _busy_loops(busy), _mpi_job(mpi_job, k):
+        with _server(server), _server(vb), load.busy_loops(busy), load.mpi_job(mpi_job, k):
             # -- no delay, no rate: speed and added RTT, per MTU, against the veth pair
             progress("veth pair and zero-delay router path")
             veth_rtt = {
