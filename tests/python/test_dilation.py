@@ -208,6 +208,7 @@ def test_killed_run_leaves_cgroups_that_down_all_removes(
     assert done.returncode == 0, done.stderr
     assert str(base) in done.stdout and f"run{run.pid}" in done.stdout
     assert not base.exists()
+    assert not dilation.cgroup_root().exists()  # nothing of isthmus left in the hierarchy
 
 
 def test_bad_dilation_is_refused(isthmus: Run, tmp_path: Path) -> None:

@@ -169,6 +169,8 @@ def remove_cgroups(name: str) -> list[str]:
     with contextlib.suppress(OSError):
         base.rmdir()
         removed.append(str(base))
+    with contextlib.suppress(OSError):  # the group itself, when no other network has one
+        base.parent.rmdir()
     return removed
 
 
