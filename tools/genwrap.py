@@ -1,30 +1,37 @@
 #!/usr/bin/env python3
 """Generate libisthmus's MPI wrappers from src/layer/mpi_functions.txt.
 
-Writes, into the output directory:
-  functions.h / functions.c  the function table (enum, names, groups) the profiler uses;
-  wrappers_c.c               one C wrapper per function (MPI_X calls PMPI_X);
-  wrappers_fortran.c         one Fortran wrapper per function, exported under every
+Writes, into one folder of the output directory per folder of src/ whose code it is (so
+that the build's include rule holds for generated code too):
+  layer/functions.h, .c      the function table (enum, names, groups) the profiler uses;
+  layer/wrappers_c.c         one C wrapper per function (MPI_X calls PMPI_X);
+  layer/wrappers_fortran.c   one Fortran wrapper per function, exported under every
                              spelling (mpi_x_, mpi_x__, mpi_x, MPI_X, and Open MPI's
                              mpi_x_f08_), each calling the MPI's own Fortran pmpi_x_ entry
-                             so that handles, sentinels and strings stay the MPI's business.
+                             so that handles, sentinels and strings stay the MPI's business;
+  coll/hier_calls.h          the WAN-aware form of each blocking collective;
+  world/world_calls.h        ist_span_X, the calls src/world/zip carries across sites;
+  world/own_calls.h, .c      ist_own_X: the site's MPI, waiting as the application's calls
+                             do (the sleeping forms below), for the wrappers and for the
+                             layer's own calls.
 
 Each wrapper has the same shape: when profiling is off, or when it is entered from inside
 another wrapper (MPICH's Fortran entries call the C MPI_X), it only forwards; otherwise
 it times the call and hands the arguments named in the list to a recording helper.
 
-With zipper forwarding active (src/zip), a wrapper first offers the call to src/zip:
-the functions in ZIP_CALLS have a form ist_zip_X there (declared in the generated
-zip_calls.h) that serves calls on communicators spanning sites; any other function with a
-communicator argument ends the run with a message naming it when that communicator spans
+With several sites (src/world/zip), a wrapper first offers the call to src/world: the
+functions in ZIP_CALLS have a form ist_span_X there (declared in the generated
+world_calls.h) that serves calls on communicators spanning sites; any other function with
+a communicator argument ends the run with a message naming it when that communicator spans
 sites, rather than let the native MPI answer for one site alone.
 
 A blocking collective first tries its WAN-aware form (src/coll, declared in the generated
-hier_calls.h), which may decline. A blocking C function also gets a sleeping form for
-oversubscribed runs (sleep_wait.c): when its nonblocking twin MPI_IX takes the same
-arguments plus a request (or a request in place of the status), the form starts MPI_IX and
-waits by testing and sleeping; the functions in HAND_SLEEP have hand-written forms.
-ist_sleep_wait selects them at run time.
+hier_calls.h), which may decline; then, on a communicator spanning sites, src/world's.
+A blocking C function also gets a sleeping form for oversubscribed runs (src/world/wait.c):
+when its nonblocking twin MPI_IX takes the same arguments plus a request (or a request
+in place of the status), the form starts MPI_IX and waits by testing and sleeping; the
+functions in HAND_SLEEP have hand-written forms (src/world/wait.c). ist_own_X selects
+them at run time (ist_sleep_wait).
 """
 
 from __future__ import annotations
@@ -38,47 +45,17 @@ from pathlib import Path
 # Functions that layer.c writes by hand but that still get a slot in the function table.
 HAND_WRITTEN = [("init", "MPI_Init"), ("init", "MPI_Init_thread"), ("init", "MPI_Finalize")]
 
-# Blocking functions whose sleeping form is written by hand in sleep_wait.c.
-HAND_SLEEP = {
-    "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Probe", "MPI_Sendrecv",
-    "MPI_Comm_dup",
-}  # fmt: skip
-
-# Communicator constructors with no nonblocking form, collective over the communicator
-# named: in sleep mode a sleeping barrier over it first, so that every rank enters the
-# blocking call together and none waits inside the MPI (whose own waits spin: MPICH's
-# busily, Open MPI's with sched_yield). Intercommunicators are left out (a nonblocking
-# collective on one is no drop-in: gen_sleep_form says why).
-BARRIER_FIRST = {
-    "MPI_Comm_split": "comm", "MPI_Comm_split_type": "comm", "MPI_Comm_create": "comm",
-    "MPI_Cart_create": "comm_old", "MPI_Intercomm_create": "local_comm",
-}  # fmt: skip
-
-# The functions src/zip carries across forwarders (zip_calls.c, zip_persist.c, zip_icoll.c):
-# ist_zip_X(args..., int *rc) returns 1 when it served the call.
-ZIP_CALLS = {
-    *(f"MPI_{n}" for n in ("Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Ibsend")),
-    *(f"MPI_{n}" for n in ("Irsend", "Recv", "Irecv", "Sendrecv", "Sendrecv_replace")),
-    *(f"MPI_{n}" for n in ("Probe", "Iprobe", "Test", "Testall", "Testany", "Testsome")),
-    *(f"MPI_{n}" for n in ("Wait", "Waitall", "Waitany", "Waitsome", "Request_free")),
-    *(f"MPI_{n}" for n in ("Send_init", "Ssend_init", "Bsend_init", "Rsend_init", "Recv_init")),
-    "MPI_Start",
-    "MPI_Startall",
-    *(f"MPI_{n}" for n in ("Mprobe", "Improbe", "Mrecv", "Imrecv")),
-    *(f"MPI_{n}" for n in ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv")),
-    *(f"MPI_{n}" for n in ("Scatter", "Scatterv", "Allgather", "Allgatherv", "Alltoall")),
-    "MPI_Alltoallv",
-    *(f"MPI_{n}" for n in ("Alltoallw", "Reduce_scatter", "Reduce_scatter_block")),
-    "MPI_Scan",
-    "MPI_Exscan",
-    *(f"MPI_{n}" for n in ("Comm_dup", "Comm_split", "Comm_free", "Comm_create")),
-    *(f"MPI_{n}" for n in ("Comm_create_group", "Comm_split_type", "Cart_create")),
-    # nonblocking collectives (zip_icoll.c)
-    *(f"MPI_I{n}" for n in ("barrier", "bcast", "reduce", "allreduce", "gather", "gatherv")),
-    *(f"MPI_I{n}" for n in ("scatter", "scatterv", "allgather", "allgatherv", "alltoall")),
-    *(f"MPI_I{n}" for n in ("alltoallv", "alltoallw", "reduce_scatter", "scan", "exscan")),
-    "MPI_Ireduce_scatter_block",
-}
+# What src/world does with each call comes from the list's world column (parse_list):
+# ZIP_CALLS the calls it carries across sites; HAND_SLEEP the blocking ones whose sleeping
+# form src/world/wait.c writes by hand; BARRIER_FIRST the communicator constructors with
+# no nonblocking form, collective over the communicator named: in sleep mode a sleeping
+# barrier over it first, so that every rank enters the blocking call together and none
+# waits inside the MPI (whose own waits spin: MPICH's busily, Open MPI's with
+# sched_yield). Intercommunicators are left out (a nonblocking collective on one is no
+# drop-in: gen_sleep_form says why).
+ZIP_CALLS: set[str] = set()
+HAND_SLEEP: set[str] = set()
+BARRIER_FIRST: dict[str, str] = {}
 
 # How a Fortran wrapper turns a by-reference argument into the C value a recorder takes.
 F2C_HANDLE = {
@@ -136,12 +113,22 @@ def parse_list(path: Path) -> list[Function]:
             continue
         where = f"{path}:{lineno}"
         try:
-            group, record, proto = (part.strip() for part in line.split("|"))
+            group, record, world, proto = (part.strip() for part in line.split("|"))
         except ValueError:
-            sys.exit(f"{where}: expected 'group | record | prototype'")
+            sys.exit(f"{where}: expected 'group | record | world | prototype'")
         m = re.fullmatch(r"int\s+(MPI_\w+)\s*\((.*)\)", proto)
         if not m:
             sys.exit(f"{where}: expected an 'int MPI_X(...)' prototype")
+        for mark in [] if world == "-" else [w.strip() for w in world.split(",")]:
+            first = re.fullmatch(r"barrier-first\((\w+)\)", mark)
+            if mark == "span":
+                ZIP_CALLS.add(m.group(1))
+            elif mark == "sleep-hand":
+                HAND_SLEEP.add(m.group(1))
+            elif first:
+                BARRIER_FIRST[m.group(1)] = first.group(1)
+            else:
+                sys.exit(f"{where}: world '{mark}': expected span, sleep-hand, barrier-first(comm)")
         params = [parse_param(p, where) for p in m.group(2).split(",")]
         if record == "-":
             recorder, args = "none", []
@@ -232,10 +219,12 @@ def gen_sleep_form(f: Function, twin: Function) -> str:
         # one: Open MPI's MPI_Ibcast returns at once for count 0, which a rank passing
         # MPI_PROC_NULL may give while its peers count the call, and the sequence numbers
         # of later calls no longer match (mpi4py's object broadcasts hung; issue 26).
-        inter = f"""    if (ist_comm_info(comm)->inter) return PMPI_{f.name[4:]}({f.arg_names()});
+        inter = f"""    int ist_inter = 0;
+    PMPI_Comm_test_inter(comm, &ist_inter);
+    if (ist_inter) return PMPI_{f.name[4:]}({f.arg_names()});
 """
     return f"""
-static int ist_sleepwait_{f.name[4:]}({decl})
+int ist_sleepwait_{f.name[4:]}({decl})
 {{
 {inter}    MPI_Request ist_req;
     const int ist_rc = PMPI_{twin.name[4:]}({args}, &ist_req);
@@ -248,7 +237,7 @@ static int ist_sleepwait_{f.name[4:]}({decl})
 def gen_barrier_first_form(f: Function) -> str:
     decl = ", ".join(p.c_decl() for p in f.params)
     return f"""
-static int ist_sleepwait_{f.name[4:]}({decl})
+int ist_sleepwait_{f.name[4:]}({decl})
 {{
     const int ist_rc = ist_sleeping_barrier({BARRIER_FIRST[f.name]});
     return ist_rc != MPI_SUCCESS ? ist_rc : PMPI_{f.name[4:]}({f.arg_names()});
@@ -256,20 +245,36 @@ static int ist_sleepwait_{f.name[4:]}({decl})
 """
 
 
+def has_sleep_form(f: Function, by_name: dict[str, Function]) -> bool:
+    return (
+        nonblocking_twin(f, by_name) is not None or f.name in HAND_SLEEP or f.name in BARRIER_FIRST
+    )
+
+
+def gen_sleep_forms(f: Function, by_name: dict[str, Function]) -> str:
+    twin = nonblocking_twin(f, by_name)
+    if twin is not None:
+        return gen_sleep_form(f, twin)
+    if f.name in BARRIER_FIRST:
+        return gen_barrier_first_form(f)
+    return ""  # HAND_SLEEP: src/world/wait.c
+
+
 def gen_c_wrapper(f: Function, by_name: dict[str, Function]) -> str:
     decl = ", ".join(p.c_decl() for p in f.params)
     call = f"PMPI_{f.name[4:]}({f.arg_names()})"
-    sleep_form = ""
-    twin = nonblocking_twin(f, by_name)
-    if twin is not None or f.name in HAND_SLEEP or f.name in BARRIER_FIRST:
-        if twin is not None:
-            sleep_form = gen_sleep_form(f, twin)
-        elif f.name in BARRIER_FIRST:
-            sleep_form = gen_barrier_first_form(f)
-        call = f"(ist_sleep_wait ? ist_sleepwait_{f.name[4:]}({f.arg_names()}) : {call})"
+    if has_sleep_form(f, by_name):
+        call = f"ist_own_{f.name[4:]}({f.arg_names()})"
+    span = (
+        "    if (__builtin_expect(ist_multi_site, 0)) {\n"
+        "        int ist_zrc;\n"
+        f"        if (ist_span_{f.name[4:]}({f.arg_names()}, &ist_zrc)) return ist_zrc;\n"
+        "    }\n"
+    )
     hier = ""
     if f.group == "coll":
-        # WAN-aware collectives (src/coll): the hierarchical algorithm, unless it declines.
+        # WAN-aware collectives (src/coll): the hierarchical algorithm, unless it declines;
+        # then, on a communicator spanning sites, src/world's.
         hier = f"""
 static inline int ist_coll_{f.name[4:]}({decl})
 {{
@@ -277,23 +282,18 @@ static inline int ist_coll_{f.name[4:]}({decl})
         const int ist_h = ist_hier_{f.name[4:]}({f.arg_names()});
         if (ist_h != IST_HIER_DECLINED) return ist_h;
     }}
-    return {call};
+{span if f.name in ZIP_CALLS else ""}    return {call};
 }}
 """
         call = f"ist_coll_{f.name[4:]}({f.arg_names()})"
     zip_ = ""
     comms = [p.name for p in f.params if p.base == "MPI_Comm" and "*" not in p.ctype]
-    if f.name in ZIP_CALLS:
+    if f.name in ZIP_CALLS and f.group != "coll":
+        zip_ = span
+    elif f.name not in ZIP_CALLS and comms:
         zip_ = (
-            "    if (__builtin_expect(ist_zip_active, 0)) {\n"
-            "        int ist_zrc;\n"
-            f"        if (ist_zip_{f.name[4:]}({f.arg_names()}, &ist_zrc)) return ist_zrc;\n"
-            "    }\n"
-        )
-    elif comms:
-        zip_ = (
-            f"    if (__builtin_expect(ist_zip_active, 0)) "
-            f'ist_zip_native_only({comms[0]}, "{f.name}");\n'
+            f"    if (__builtin_expect(ist_multi_site, 0)) "
+            f'ist_world_native_only({comms[0]}, "{f.name}");\n'
         )
     status = ""
     if uses_status(f):
@@ -301,7 +301,7 @@ static inline int ist_coll_{f.name[4:]}({decl})
             "    MPI_Status ist_status;\n"
             "    if (status == MPI_STATUS_IGNORE) status = &ist_status;\n"
         )
-    return f"""{sleep_form}{hier}
+    return f"""{hier}
 int {f.name}({decl})
 {{
 {zip_}    if (IST_PASS_THROUGH()) return {call};
@@ -563,7 +563,7 @@ extern void p{lower}_({ftypes}, MPI_Fint *);
 static inline void {body_name}(ist_ftype_{f.name} pmpi, const void *ist_pc, {fdecl})
 {{
     (void)ist_pc;
-    if (__builtin_expect(ist_zip_active, 0) && ist_fzip_{f.name}({pass_args})) return;
+    if (__builtin_expect(ist_multi_site, 0) && ist_fzip_{f.name}({pass_args})) return;
     if (IST_PASS_THROUGH()) {{ {call} return; }}
 {status_setup}    ist_depth++;
     const uint64_t ist_t0 = ist_ticks();
@@ -588,8 +588,8 @@ PREAMBLE = """/* Generated by tools/genwrap.py from src/layer/mpi_functions.txt:
 #include "hier.h"
 #include "hier_calls.h"
 #include "topology.h"
-#include "zip.h"
-#include "zip_calls.h"
+#include "world.h"
+#include "world_calls.h"
 """
 
 
@@ -645,17 +645,17 @@ def gen_hier_calls_h(functions: list[Function]) -> str:
 """
 
 
-def gen_zip_calls_h(functions: list[Function]) -> str:
+def gen_world_calls_h(functions: list[Function]) -> str:
     decls = "\n".join(
-        f"int ist_zip_{f.name[4:]}({', '.join(p.c_decl() for p in f.params)}, int *rc);"
+        f"int ist_span_{f.name[4:]}({', '.join(p.c_decl() for p in f.params)}, int *rc);"
         for f in functions
         if f.name in ZIP_CALLS
     )
     return f"""/* Generated by tools/genwrap.py from src/layer/mpi_functions.txt: do not edit. */
-/* The calls src/zip/zip_calls.c carries across forwarders: 1 when served (result in *rc),
- * 0 when the native MPI should serve it. */
-#ifndef ISTHMUS_ZIP_CALLS_H
-#define ISTHMUS_ZIP_CALLS_H
+/* The calls src/world/zip carries across forwarders: 1 when served (result in *rc), 0 when
+ * the communicator lies in one site and the site's MPI should serve it. */
+#ifndef ISTHMUS_WORLD_CALLS_H
+#define ISTHMUS_WORLD_CALLS_H
 
 #include <mpi.h>
 
@@ -665,30 +665,69 @@ def gen_zip_calls_h(functions: list[Function]) -> str:
 """
 
 
+def gen_own_calls_h(functions: list[Function], by_name: dict[str, Function]) -> str:
+    parts = []
+    for f in functions:
+        if not has_sleep_form(f, by_name):
+            continue
+        decl = ", ".join(p.c_decl() for p in f.params)
+        parts.append(
+            f"int ist_sleepwait_{f.name[4:]}({decl});\n"
+            f"static inline int ist_own_{f.name[4:]}({decl})\n"
+            f"{{\n    return ist_sleep_wait ? ist_sleepwait_{f.name[4:]}({f.arg_names()})\n"
+            f"                          : PMPI_{f.name[4:]}({f.arg_names()});\n}}\n"
+        )
+    body = "\n".join(parts)
+    return f"""/* Generated by tools/genwrap.py from src/layer/mpi_functions.txt: do not edit. */
+/* ist_own_X: MPI_X by the site's MPI, waiting as the application's calls do (sleeping in
+ * sleep mode: src/world/wait.c). The wrappers' last step, and the layer's own calls on
+ * communicators that lie in one site. */
+#ifndef ISTHMUS_OWN_CALLS_H
+#define ISTHMUS_OWN_CALLS_H
+
+#include <mpi.h>
+
+extern int ist_sleep_wait;
+
+{body}
+#endif
+"""
+
+
+def gen_own_calls_c(functions: list[Function], by_name: dict[str, Function]) -> str:
+    forms = "".join(gen_sleep_forms(f, by_name) for f in functions)
+    return f"""/* Generated by tools/genwrap.py from src/layer/mpi_functions.txt: do not edit. */
+/* The sleeping forms of the blocking calls (src/world/wait.c says why and how). */
+#include <mpi.h>
+
+#include "world.h"
+{forms}"""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("list", type=Path)
     ap.add_argument("outdir", type=Path)
     args = ap.parse_args()
     functions = parse_list(args.list)
-    missing = ZIP_CALLS - {f.name for f in functions}
-    if missing:
-        sys.exit(f"ZIP_CALLS names functions not in {args.list}: {', '.join(sorted(missing))}")
     by_name = {f.name: f for f in functions}
     out: Path = args.outdir
     out.mkdir(parents=True, exist_ok=True)
     files = {
-        "functions.h": gen_functions_h(functions),
-        "functions.c": gen_functions_c(functions),
-        "hier_calls.h": gen_hier_calls_h(functions),
-        "zip_calls.h": gen_zip_calls_h(functions),
-        "wrappers_c.c": PREAMBLE + "".join(gen_c_wrapper(f, by_name) for f in functions),
-        "wrappers_fortran.c": PREAMBLE
+        "layer/functions.h": gen_functions_h(functions),
+        "layer/functions.c": gen_functions_c(functions),
+        "coll/hier_calls.h": gen_hier_calls_h(functions),
+        "world/world_calls.h": gen_world_calls_h(functions),
+        "world/own_calls.h": gen_own_calls_h(functions, by_name),
+        "world/own_calls.c": gen_own_calls_c(functions, by_name),
+        "layer/wrappers_c.c": PREAMBLE + "".join(gen_c_wrapper(f, by_name) for f in functions),
+        "layer/wrappers_fortran.c": PREAMBLE
         + FORTRAN_PREAMBLE
         + "".join(gen_fortran_wrapper(f) for f in functions),
     }
     for name, text in files.items():
         path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
 

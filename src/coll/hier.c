@@ -1,6 +1,5 @@
 /* The selector and the per-communicator hierarchy cache of the WAN-aware collectives. */
 #include "hier.h"
-#include "zip.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -11,8 +10,8 @@
 
 #include "coll_tuning.h"
 #include "settings.h"
-#include "layer.h"
 #include "topology.h"
+#include "world.h"
 
 int ist_hier_enabled;
 _Thread_local int ist_in_hier __attribute__((tls_model("initial-exec")));
@@ -28,7 +27,6 @@ static struct ist_plogp model;
 static struct ist_tuning tuning;
 static int model_loaded;
 static int keyval = MPI_KEYVAL_INVALID;
-static _Thread_local int entered_depth;
 /* Whether wide-area messages cost enough more than local ones for the hierarchy to pay
  * (from the model, at MPI_Init): the rule for communicators too large to cost each call. */
 static int wan_pays;
@@ -115,7 +113,7 @@ static void load_model(MPI_Comm world)
 
 /* Under zipper forwarding a communicator that spans sites always takes the cluster-aware
  * algorithm where it applies (there is no MPI's own across sites: the alternative is
- * src/zip's simple shapes, which send more through the forwarders); layer.collectives
+ * src/world/zip's simple shapes, which send more through the forwarders); layer.collectives
  * then rules the communicators inside a site only. */
 static int zip_spanning_only;
 
@@ -123,7 +121,7 @@ void ist_hier_init(MPI_Comm world)
 {
     const char *mode = getenv("ISTHMUS_COLL");
     ist_hier_enabled = mode && strcmp(mode, "isthmus") == 0;
-    if (ist_zip_active && !ist_hier_enabled) ist_hier_enabled = zip_spanning_only = 1;
+    if (ist_multi_site && !ist_hier_enabled) ist_hier_enabled = zip_spanning_only = 1;
     const char *log = getenv("ISTHMUS_COLL_LOG");
     log_choices = log && *log && strcmp(log, "0") != 0;
     const char *tuning_file = getenv("ISTHMUS_COLL_TUNING");
@@ -146,12 +144,9 @@ void ist_hier_init(MPI_Comm world)
 
 static void free_hier(struct ist_hier *h)
 {
-    if (!h->single && ist_zip_active) { /* src/zip may hold them */
-        MPI_Comm_free(&h->local);
-        MPI_Comm_free(&h->comm);
-    } else if (!h->single) {
-        PMPI_Comm_free(&h->local);
-        PMPI_Comm_free(&h->comm);
+    if (!h->single) {
+        ist_world_free(&h->local);
+        ist_world_free(&h->comm);
     }
     free(h->cluster_of);
     free(h->local_rank);
@@ -248,15 +243,11 @@ static struct ist_hier *build(MPI_Comm comm)
                 break;
             }
     }
-    if (!h->single && ist_zip_active) {
-        /* through the wrappers: src/zip makes them when comm spans sites (h->comm then
-         * does too, and our messages on it go through the forwarders; each cluster's
-         * part lies in one site and is native) */
-        MPI_Comm_dup(comm, &h->comm);
-        MPI_Comm_split(comm, h->my_cluster, h->rank, &h->local);
-    } else if (!h->single) {
-        ist_own_comm_dup(comm, &h->comm);
-        ist_own_comm_split(comm, h->my_cluster, h->rank, &h->local);
+    if (!h->single) {
+        /* when comm spans sites h->comm does too, and our messages on it go through the
+         * forwarders; each cluster's part lies in one site and is native */
+        ist_world_dup(comm, &h->comm);
+        ist_world_split(comm, h->my_cluster, h->rank, &h->local);
     }
     return h;
 }
@@ -412,7 +403,7 @@ static int way_of(struct ist_hier *h, enum ist_coll_id id, long bytes)
     default: break;
     }
     long mine = IST_BYTES_LOCAL(bytes), agreed = 0;
-    ist_own_allreduce(&mine, &agreed, 1, MPI_LONG, MPI_MAX, h->comm); /* never spanning sites */
+    ist_own_Allreduce(&mine, &agreed, 1, MPI_LONG, MPI_MAX, h->comm); /* never spanning sites */
     return remembered(h, id, agreed, decide);
 }
 
@@ -422,7 +413,7 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
         return NULL;
     int forced = settings.forced[id];
     if (forced == IST_ALG_NATIVE) return NULL;
-    int spanning = ist_zip_active && ist_zip_comm(comm);
+    int spanning = ist_world_spans(comm);
     if (zip_spanning_only && !spanning) return NULL;
     int choose = forced == IST_ALG_NONE && !select_always && !spanning, way = IST_WAY_HIER;
     /* a WAN no slower than the LAN and nothing measured: no hierarchy is even built */
@@ -436,24 +427,15 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
     h->algorithm = forced;
     h->segment = settings.segment[id] > 0 ? settings.segment[id] : IST_EAGER_SEGMENT;
     ist_in_hier = 1;
-    entered_depth = ist_depth++; /* our own MPI calls pass through the wrappers unrecorded */
     return h;
-}
-
-long ist_type_bytes(int count, MPI_Datatype type)
-{
-    int size = 0;
-    PMPI_Type_size(type, &size);
-    return (long)count * size;
 }
 
 /* comm's size when counts[] has one entry per rank, else 0 (intercommunicators) */
 static int local_size(MPI_Comm comm)
 {
-    int inter = 0, size = 0;
+    int inter = 0;
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
-    MPI_Comm_size(comm, &size); /* src/zip's answer for a communicator spanning sites */
-    return size;
+    return ist_world_comm_size(comm);
 }
 
 long ist_counts_bytes(MPI_Comm comm, const int counts[], MPI_Datatype type)
@@ -475,7 +457,6 @@ long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype typ
 int ist_hier_leave(int rc)
 {
     if (rc != IST_HIER_DECLINED) ist_wan_calls++;
-    ist_depth = entered_depth;
     ist_in_hier = 0;
     return rc;
 }

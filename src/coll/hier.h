@@ -20,9 +20,12 @@
 #include <stddef.h>
 
 #include "coll_cost.h"
+#include "datatype.h"
 #include "coll_registry.h"
 #include "tree.h"
 #include "plogp.h"
+#include "own_calls.h"
+#include "world.h"
 
 #define IST_HIER_DECLINED (-12345)
 
@@ -106,7 +109,6 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes);
 
 /* count elements of type, in bytes; the mean of counts[] (one per rank of comm) of type,
  * or of types[] (0 on an intercommunicator, which the selector leaves to the MPI). */
-long ist_type_bytes(int count, MPI_Datatype type);
 long ist_counts_bytes(MPI_Comm comm, const int counts[], MPI_Datatype type);
 long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype types[]);
 int ist_hier_leave(int rc);
@@ -135,20 +137,7 @@ void ist_hier_note_wan(const struct ist_hier *h, int dest, long bytes, long mess
 
 /* ---- buffers (common/buffers.c) ------------------------------------------------------ */
 
-/* A temporary buffer for count elements of type: base is where element 0 goes. */
-struct ist_tmp {
-    char *mem;
-    char *base;
-};
-int ist_tmp_alloc(struct ist_tmp *t, int count, MPI_Datatype type);
-void ist_tmp_free(struct ist_tmp *t);
-/* dst = src for count elements of type (any datatype). */
-int ist_copy_typed(const void *src, void *dst, int count, MPI_Datatype type);
-/* Bytes of count elements of type, packed. */
-long ist_packed_size(int count, MPI_Datatype type);
-/* Pack count elements at buf into out (at *pos, advanced). */
-int ist_pack(const void *buf, int count, MPI_Datatype type, char *out, long size, long *pos);
-int ist_unpack(const char *in, long size, long *pos, void *buf, int count, MPI_Datatype type);
+/* Temporary buffers, typed copies, packing: src/util/datatype.h. */
 
 /* ---- point-to-point on the private communicator, counted when it crosses clusters -- */
 int ist_h_isend(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
@@ -206,7 +195,6 @@ struct ist_block {
 long ist_block_bytes(const struct ist_block *b);
 /* to = from, for blocks of the same type signature (their datatypes may differ). */
 int ist_copy_block(const struct ist_block *from, const struct ist_block *to);
-MPI_Aint ist_extent(MPI_Datatype type);
 
 /* p0 op p1 op ... op p(n-1) in this order (MPI's, for non-commutative operations);
  * overwrites parts[1..n) and returns the one that holds the result. */

@@ -36,8 +36,9 @@
 
 #include "discover.h"
 #include "hier.h"
-#include "layer.h"
+#include "clock.h"
 #include "topology.h"
+#include "world.h"
 
 #define REPS 3
 #define TRAIN0 16

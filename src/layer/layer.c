@@ -4,7 +4,7 @@
  * Settings come from the environment (written by `isthmus run`, or by hand):
  *   ISTHMUS_PROFILE=path   record, and write the merged profile to path at MPI_Finalize;
  *   ISTHMUS_CLUSTER*       the cluster of each rank (topology.h);
- *   ISTHMUS_WAIT=sleep     blocking calls test and sleep instead of spinning (sleep_wait.c).
+ *   ISTHMUS_WAIT=sleep     blocking calls test and sleep instead of spinning (src/world/wait.c).
  * MPI_Pcontrol(0) pauses recording and MPI_Pcontrol(1) resumes it, as in mpiP. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 #include "hier.h"
 #include "profiler.h"
 #include "topology.h"
-#include "zip.h"
+#include "world.h"
 
 int ist_profiling;
 _Thread_local int ist_depth __attribute__((tls_model("initial-exec")));
@@ -52,23 +52,14 @@ void ist_layer_init(int provided)
     if (initialized) return;
     initialized = 1;
     check_settings();
-    ist_sleep_wait_init();
     run_start = ist_clock_now();
-    /* Zipper forwarding (src/zip): one world over the sites' jobs, set up first so that
-     * the topology and the collectives see that world. Its engine moves only inside MPI
-     * calls, so every blocking call waits by testing (and moving it). The profiler is off
-     * there (it gathers over one site's job). */
-    ist_zip_init();
-    if (ist_zip_active) {
-        ist_sleep_wait = 1;
-        MPI_Comm_dup(MPI_COMM_WORLD, &layer_comm); /* spans the sites: src/zip carries it */
-    } else {
-        ist_own_comm_dup(MPI_COMM_WORLD, &layer_comm);
-    }
-    ist_topology_init(layer_comm);
+    /* The world first (several sites under zipper forwarding), so that the topology and
+     * the collectives see it. The profiler is off with several sites (it gathers over one
+     * site's job). */
+    ist_world_init(&layer_comm);
     ist_hier_init(layer_comm);
     const char *path = getenv("ISTHMUS_PROFILE");
-    if (path && *path && !ist_zip_active) {
+    if (path && *path && !ist_multi_site) {
         if (ist_profiler_init(ist_world_size(), provided == MPI_THREAD_MULTIPLE) == 0) {
             profile_path = strdup(path);
             ist_profiling = 1;
@@ -111,10 +102,7 @@ void ist_layer_finalize(void)
         profile_path = NULL;
     }
     ist_hier_finalize();
-    ist_topology_finalize();
-    if (ist_zip_comm(layer_comm)) ist_zip_free_comm(ist_zip_comm(layer_comm));
-    else PMPI_Comm_free(&layer_comm);
-    ist_zip_finalize(); /* the last: the collectives' communicators are freed by now */
+    ist_world_finalize(&layer_comm); /* the last: the collectives' communicators are freed */
 }
 
 void ist_layer_pcontrol(int level)
@@ -130,6 +118,12 @@ static void record_lifecycle(enum ist_fn fn, uint64_t t0)
 }
 
 /* ---- C ---------------------------------------------------------------------------- */
+
+/* Under time dilation the ranks read virtual time (src/util/time_dilation.c). */
+double MPI_Wtime(void)
+{
+    return ist_dilation() > 1.0 ? ist_now_us() * 1e-6 : PMPI_Wtime();
+}
 
 int MPI_Init(int *argc, char ***argv)
 {

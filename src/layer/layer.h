@@ -1,9 +1,23 @@
-/* libisthmus internals shared by the generated wrappers and the hand-written parts.
+/* libisthmus's top: the MPI functions the application calls (the generated wrappers and
+ * layer.c), the profiler's recorders. docs/architecture.md draws the C side:
+ *
+ *     src/layer -> src/coll -> src/world -> src/util      (src/model beside, no MPI)
+ *
+ * each folder including only the headers of the folders below it (the build checks it).
+ *
+ * The rule for MPI_X and PMPI_X inside libisthmus: our code never calls MPI_X, the
+ * application's entry, whose wrapper would profile it and offer it to src/coll again.
+ * PMPI_X is the site's MPI and nothing else. A call that must wait as the application's
+ * calls do, or whose communicator may span sites, goes through src/world: ist_own_X (the
+ * site's MPI, sleeping in sleep mode), ist_span_X (carried across sites), ist_world_X
+ * (either, as the communicator needs). The one exception is inside src/world: the
+ * communicator, group and topology queries src/world/zip defines as MPI_X themselves
+ * (no generated wrapper covers them yet) are called there by that name.
  *
  * The wrappers' fast path is one load of ist_profiling and, when that is set, one of the
  * thread-local ist_depth: a wrapper entered from inside another (MPICH's Fortran entries
- * call the C MPI_X; our own code calls only PMPI_X) forwards without recording, so that
- * every application call is counted exactly once. */
+ * call the C MPI_X) forwards without recording, so that every application call is
+ * counted exactly once. */
 #ifndef ISTHMUS_LAYER_H
 #define ISTHMUS_LAYER_H
 
@@ -28,39 +42,6 @@ extern _Thread_local int ist_depth __attribute__((tls_model("initial-exec")));
 void ist_layer_init(int provided_thread_level);
 void ist_layer_finalize(void);
 void ist_layer_pcontrol(int level);
-
-/* The waiting mode for oversubscribed runs (sleep_wait.c). */
-extern int ist_sleep_wait;
-void ist_sleep_wait_init(void);
-int ist_sleep_until_done(MPI_Request *request, MPI_Status *status);
-int ist_sleepwait_Wait(MPI_Request *request, MPI_Status *status);
-int ist_sleepwait_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
-int ist_sleepwait_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
-int ist_sleepwait_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                           MPI_Status statuses[]);
-int ist_sleepwait_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
-int ist_sleepwait_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
-                           int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                           int source, int recvtag, MPI_Comm comm, MPI_Status *status);
-int ist_sleepwait_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
-/* A barrier that waits as the sleeping waits do (for the communicator constructors). */
-int ist_sleeping_barrier(MPI_Comm comm);
-/* The layer's own collective calls on native communicators, waiting as the application's
- * calls do (sleep_wait.c says how). */
-int ist_own_comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
-int ist_own_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
-int ist_own_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
-                      MPI_Comm comm);
-int ist_own_allgather(const void *in, int count, MPI_Datatype type, void *out, MPI_Comm comm);
-void ist_wait_all(int n, MPI_Request *requests);
-void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
-double ist_now_us(void); /* CLOCK_MONOTONIC, microseconds (virtual time when dilated) */
-
-/* Time dilation (dilation.c): the factor K in force (1: none), and the machine's own time
- * for what is about this machine rather than the emulated platform. */
-double ist_dilation(void);
-uint64_t ist_real_now_ns(void);
-void ist_real_nanosleep(long ns);
 
 /* MPICH only (mpich_finalize.c): keep UCX progressing while MPI_Finalize waits on PMI. */
 #ifdef MPICH_VERSION

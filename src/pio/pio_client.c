@@ -41,7 +41,7 @@ int pio_strategy_parse(const char *name)
 
 /* ---- settings ------------------------------------------------------------------------ */
 
-/* A whole number, or with size set, a size with units ("64KiB", src/layer/units.h). */
+/* A whole number, or with size set, a size with units ("64KiB", src/util/units.h). */
 static int env_number(const char *var, int size, int64_t min, int64_t max, int64_t *out)
 {
     const char *v = getenv(var);

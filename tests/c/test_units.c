@@ -1,4 +1,4 @@
-/* The C size parser (src/layer/units.c) on the cases the Python one is checked with
+/* The C size parser (src/util/units.c) on the cases the Python one is checked with
  * (tests/cases/sizes.tsv), and the collectives' settings parser (src/coll/settings.c):
  * what it accepts, and the one-line errors it gives. */
 #include <stdio.h>

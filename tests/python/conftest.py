@@ -44,6 +44,7 @@ HELPERS = {
     "rtt_gate": "rtt_gate.c",
     "dist_graph_loop": "dist_graph_loop.c",
     "zip_check": "zip_check.c",
+    "zip_collectives_check": "zip_collectives_check.c",
     "zip_stress": "zip_stress.c",
     "probe_ssend": "probe_ssend.c",
     "zero_counts": "zero_counts.c",

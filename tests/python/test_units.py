@@ -78,7 +78,7 @@ def test_errors_say_what_is_expected(parse: object, text: str, fragment: str) ->
 
 
 def _size_cases() -> list[tuple[str, str]]:
-    """tests/cases/sizes.tsv: the cases the C parser (src/layer/units.c) is checked with too."""
+    """tests/cases/sizes.tsv: the cases the C parser (src/util/units.c) is checked with too."""
     path = Path(__file__).parents[1] / "cases" / "sizes.tsv"
     rows = [line.split("\t") for line in path.read_text().splitlines() if not line.startswith("#")]
     return [(text, want) for text, want in rows]

@@ -6,6 +6,7 @@ carried yet, and platforms the run refuses."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -31,6 +32,19 @@ def test_semantics_across_the_forwarder(
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.split("\n"))[1:] == [f"zip_check rank {r} of 4: ok" for r in range(4)]
     assert "ist-run" not in namespaces()
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_collectives_blocking_and_nonblocking_alike(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
+) -> None:
+    """Every collective across the zipper, blocking and nonblocking, in place and not, eager
+    and rendezvous sizes, v-forms with uneven counts: the values MPI defines, from
+    zip_collectives.c's schedules alone and with src/coll's algorithms in front."""
+    app = apps[(mpi, "zip_collectives_check")]
+    done = isthmus("run", "-p", ZIPPER, "--timeout", "180s", "--", app)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert re.search(r"zip_collectives_check: \d+ cases, 0 differ", done.stdout), done.stdout
 
 
 @pytest.mark.parametrize("mpi", MPIS)

@@ -3,7 +3,7 @@
 With dilation K the router stretches every delay and serialization by K (virtual time in
 src/net/router.c), each emulated host's processes run in a CPU cgroup capped at
 cores / K of a CPU (this module), and the ranks read virtual time (libisthmus's
-src/layer/dilation.c). In virtual time every host then has its configured cores and every
+src/util/time_dilation.c). In virtual time every host then has its configured cores and every
 link its configured latency and rate.
 
 `emulation.dilation = "auto"` picks the smallest K (in steps of 1/4) at which the hosts'

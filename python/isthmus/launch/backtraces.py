@@ -17,7 +17,7 @@ GDB_SECONDS = 30  # per rank: attaching to a process that spins can take a while
 PARALLEL = 4
 SUMMARY_FRAMES = 8
 
-# "#3  0x00007f... in ist_zip_idle (tries=51) at src/zip/zip_transport.c:399"
+# "#3  0x00007f... in ist_zip_idle (tries=51) at src/world/zip/zip_transport.c:399"
 # "#0  ist_zip_progress () at ..."
 _FRAME = re.compile(r"^#\d+\s+(?:0x[0-9a-f]+ in )?([\w:~<>.@]+) \(")
 

@@ -79,7 +79,7 @@ def layer_environment(
         "ISTHMUS_PLATFORM_NAME": platform.name,
         "ISTHMUS_GIT_REVISION": paths.git_revision(),
     }
-    if platform.layer.clusters == "auto":  # the layer measures them (src/layer/discover.c)
+    if platform.layer.clusters == "auto":  # the layer measures them (src/world/discover.c)
         env["ISTHMUS_CLUSTERS"] = "auto"
     elif platform.emulated:
         env["ISTHMUS_CLUSTERS"] = ",".join(f"{n}:{k}" for n, k in platform.rank_blocks())

@@ -4,7 +4,7 @@ reaches (a site), which world ranks each site's job holds, and where the forward
 A site is a set of clusters joined by wide-area links: one native MPI job runs there,
 started by its own launcher inside the site's network. Sites reach each other only
 through zipper hosts, where `isthmus-forward` runs; the layer in every rank joins the
-sites' jobs into one MPI_COMM_WORLD (src/zip). A platform whose clusters are all joined
+sites' jobs into one MPI_COMM_WORLD (src/world/zip). A platform whose clusters are all joined
 by links is one site and runs as before.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from isthmus.config.platform import Platform
 from isthmus.errors import UserError
 
-FORWARDER_PORT = 7300  # src/zip/zip_wire.h IST_ZIP_DEFAULT_PORT
+FORWARDER_PORT = 7300  # src/forward/wire.h IST_ZIP_DEFAULT_PORT
 
 
 def sites(platform: Platform) -> list[list[str]]:
@@ -61,7 +61,7 @@ class ZipPlan:
         return [r for r, s in enumerate(self.site_of_rank) if s == site]
 
     def environment(self, site: int) -> dict[str, str]:
-        """What the layer in a rank of this site's job reads (src/zip/zip.h)."""
+        """What the layer in a rank of this site's job reads (src/world/zip/zip.h)."""
         return {
             "ISTHMUS_ZIP_SITES": ",".join(map(str, self.site_of_rank)),
             "ISTHMUS_ZIP_SITE": str(site),

@@ -1,5 +1,5 @@
 """What a profile says of how the layer found the clusters and the link parameters
-(layer.clusters = "auto": src/layer/discover.c, src/coll/plogp_measure.c), for
+(layer.clusters = "auto": src/world/discover.c, src/coll/plogp_measure.c), for
 `isthmus profile show` and the adaptive experiments."""
 
 from __future__ import annotations

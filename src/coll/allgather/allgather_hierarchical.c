@@ -42,7 +42,7 @@ static int start_bcast(const struct layout *l, char *packed, int p, MPI_Comm loc
 {
     int k = p / l->npiece, r = p % l->npiece;
     long first = piece_start(l, k, r);
-    return MPI_Ibcast(packed + first, (int)(piece_start(l, k, r + 1) - first), MPI_PACKED, 0, local, req);
+    return PMPI_Ibcast(packed + first, (int)(piece_start(l, k, r + 1) - first), MPI_PACKED, 0, local, req);
 }
 
 /* The coordinator's wide-area exchange and its cluster's broadcasts, each piece
@@ -79,7 +79,7 @@ static int coordinator(struct ist_hier *h, const struct layout *l, char *packed)
             rc = start_bcast(l, packed, l->order[next++], h->local, ist_reqs_next(&later));
         if (done == recvs.n || rc != MPI_SUCCESS) break;
         int i;
-        rc = MPI_Waitany(recvs.n, recvs.r, &i, MPI_STATUS_IGNORE); /* sleeps when it should */
+        rc = ist_world_waitany(recvs.n, recvs.r, &i, MPI_STATUS_IGNORE); /* sleeps when it should */
         if (rc == MPI_SUCCESS) left[piece_of[i]]--;
     }
     int wrc = ist_reqs_wait(&recvs); /* nothing left pending on our buffers after an error */
@@ -138,7 +138,7 @@ static int allgather_blocks(struct ist_hier *h, const struct ist_block *mine,
     rc = ist_pack(src->buf, src->count, src->type, packed, total, &pos);
     char *mine_packed = packed + cl_off[c] + displs[h->local_rank[h->rank]];
     if (rc == MPI_SUCCESS)
-        rc = MPI_Gatherv(h->local_rank[h->rank] == 0 ? MPI_IN_PLACE : mine_packed,
+        rc = ist_own_Gatherv(h->local_rank[h->rank] == 0 ? MPI_IN_PLACE : mine_packed,
                          sizes[h->local_rank[h->rank]], MPI_PACKED, packed + cl_off[c], sizes, displs,
                          MPI_PACKED, 0, h->local);
     struct layout l = {pieces(cl_off, h->nclusters), cl_off, NULL};

@@ -87,8 +87,7 @@ static int piece_len(const struct split *sp, int p)
  * 1024 (a call's requests stay bounded: larger segments past 16 MiB per chunk). */
 static int segments(const struct ist_hier *h, int count, int nclusters, MPI_Datatype type)
 {
-    int size;
-    PMPI_Type_size(type, &size);
+    const long size = ist_type_bytes(1, type);
     long chunk_elems = count / nclusters;
     long per_seg = ist_wan_segment(h) / (size > 0 ? size : 1);
     if (per_seg < 1) per_seg = 1;
@@ -113,14 +112,14 @@ static void orders(struct split *sp)
 static int start_reduce(const struct split *sp, int i, const void *in, void *out, MPI_Request *req)
 {
     int p = sp->reduce_order[i];
-    return MPI_Ireduce(at(sp, in, piece_first(sp, p)), out ? at(sp, out, piece_first(sp, p)) : NULL,
+    return PMPI_Ireduce(at(sp, in, piece_first(sp, p)), out ? at(sp, out, piece_first(sp, p)) : NULL,
                        piece_len(sp, p), sp->type, sp->op, 0, sp->h->local, req);
 }
 
 static int start_bcast(const struct split *sp, int i, void *buf, MPI_Request *req)
 {
     int p = sp->bcast_order[i];
-    return MPI_Ibcast(at(sp, buf, piece_first(sp, p)), piece_len(sp, p), sp->type, 0, sp->h->local, req);
+    return PMPI_Ibcast(at(sp, buf, piece_first(sp, p)), piece_len(sp, p), sp->type, 0, sp->h->local, req);
 }
 
 /* A rank other than the coordinator: its part of every piece's reduce and broadcast. */
@@ -227,7 +226,7 @@ static int coordinator(const struct split *sp, const void *in, void *recvbuf)
     }
     for (int done = 0; done < started && rc == MPI_SUCCESS; done++) {
         int i;
-        rc = MPI_Waitany(started, track, &i, MPI_STATUS_IGNORE); /* sleeps when it should */
+        rc = ist_world_waitany(started, track, &i, MPI_STATUS_IGNORE); /* sleeps when it should */
         if (rc != MPI_SUCCESS) break;
         if (i < P) {
             rc = piece_reduced(&co, i);

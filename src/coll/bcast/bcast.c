@@ -14,25 +14,11 @@
 
 #define TAG_BCAST 7002
 
-/* Whether count elements of type lie in memory as type_size * count contiguous bytes. */
-static int contiguous(int count, MPI_Datatype type, MPI_Aint *offset)
-{
-    MPI_Aint lb, extent, true_lb, true_extent;
-    int size;
-    PMPI_Type_size(type, &size);
-    PMPI_Type_get_extent(type, &lb, &extent);
-    PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-    *offset = true_lb;
-    return count <= 1 ? true_extent == size : (extent == size && true_extent == size);
-}
-
 int ist_hier_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_BCAST, comm, ist_type_bytes(count, datatype));
     if (!h) return IST_HIER_DECLINED;
-    int tsize;
-    PMPI_Type_size(datatype, &tsize);
-    long bytes = (long)count * tsize; /* the same at every rank: the type signatures match */
+    long bytes = ist_type_bytes(count, datatype); /* equal at every rank: signatures match */
     if (bytes == 0) return ist_hier_leave(MPI_SUCCESS);
 
     struct ist_bcast_shape s = h->algorithm == IST_ALG_SEQUENTIAL ? ist_bcast_sequential(h, bytes)
@@ -47,7 +33,7 @@ int ist_hier_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI
 
     MPI_Aint offset;
     char *data, *packed = NULL;
-    if (contiguous(count, datatype, &offset)) {
+    if (ist_type_contiguous(count, datatype, &offset)) {
         data = (char *)buffer + offset;
     } else {
         data = packed = malloc((size_t)bytes);

@@ -8,66 +8,17 @@
 
 #include "hier.h"
 
-int ist_tmp_alloc(struct ist_tmp *t, int count, MPI_Datatype type)
-{
-    MPI_Aint lb, extent, true_lb, true_extent;
-    PMPI_Type_get_extent(type, &lb, &extent);
-    PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-    size_t bytes = count > 0 ? (size_t)true_extent + (size_t)(count - 1) * (size_t)extent : 1;
-    t->mem = malloc(bytes ? bytes : 1);
-    t->base = t->mem ? t->mem - true_lb : NULL;
-    return t->mem ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-}
-
-void ist_tmp_free(struct ist_tmp *t)
-{
-    free(t->mem);
-    t->mem = t->base = NULL;
-}
-
-int ist_copy_typed(const void *src, void *dst, int count, MPI_Datatype type)
-{
-    if (count == 0 || src == dst) return MPI_SUCCESS;
-    return PMPI_Sendrecv(src, count, type, 0, 0, dst, count, type, 0, 0, MPI_COMM_SELF,
-                         MPI_STATUS_IGNORE);
-}
-
-long ist_packed_size(int count, MPI_Datatype type)
-{
-    int size = 0;
-    PMPI_Pack_size(count, type, MPI_COMM_SELF, &size);
-    return size;
-}
-
-int ist_pack(const void *buf, int count, MPI_Datatype type, char *out, long size, long *pos)
-{
-    int p = (int)*pos;
-    int rc = PMPI_Pack(buf, count, type, out, (int)size, &p, MPI_COMM_SELF);
-    *pos = p;
-    return rc;
-}
-
-int ist_unpack(const char *in, long size, long *pos, void *buf, int count, MPI_Datatype type)
-{
-    int p = (int)*pos;
-    int rc = PMPI_Unpack(in, (int)size, &p, buf, count, type, MPI_COMM_SELF);
-    *pos = p;
-    return rc;
-}
-
 int ist_h_isend_typed(const struct ist_hier *h, const void *buf, int count, MPI_Datatype type,
                       int dest, int tag, MPI_Request *req)
 {
-    int size = 0;
-    PMPI_Type_size(type, &size);
-    ist_hier_note_wan(h, dest, (long)count * size, 1);
-    return MPI_Isend(buf, count, type, dest, tag, h->comm, req);
+    ist_hier_note_wan(h, dest, ist_type_bytes(count, type), 1);
+    return ist_world_isend(buf, count, type, dest, tag, h->comm, req);
 }
 
 int ist_h_irecv_typed(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
                       int source, int tag, MPI_Request *req)
 {
-    return MPI_Irecv(buf, count, type, source, tag, h->comm, req);
+    return ist_world_irecv(buf, count, type, source, tag, h->comm, req);
 }
 
 int ist_h_isend(const struct ist_hier *h, const void *buf, long bytes, int dest, int tag,
@@ -92,7 +43,7 @@ int ist_h_isend_any_size(const struct ist_hier *h, const void *buf, long bytes, 
     *len = bytes;
     ist_reqs_own(q, len);
     ist_hier_note_wan(h, dest, (long)sizeof *len, 1);
-    int rc = MPI_Isend(len, 1, MPI_LONG, dest, tag, h->comm, ist_reqs_next(q));
+    int rc = ist_world_isend(len, 1, MPI_LONG, dest, tag, h->comm, ist_reqs_next(q));
     if (rc == MPI_SUCCESS && bytes > 0) rc = ist_h_isend_segments(h, buf, bytes, dest, tag, q);
     return rc;
 }
@@ -100,7 +51,7 @@ int ist_h_isend_any_size(const struct ist_hier *h, const void *buf, long bytes, 
 int ist_h_recv_any_size(const struct ist_hier *h, int source, int tag, char **buf, long *bytes)
 {
     long n = 0;
-    int rc = MPI_Recv(&n, 1, MPI_LONG, source, tag, h->comm, MPI_STATUS_IGNORE);
+    int rc = ist_world_recv(&n, 1, MPI_LONG, source, tag, h->comm, MPI_STATUS_IGNORE);
     *buf = malloc(rc == MPI_SUCCESS && n > 0 ? (size_t)n : 1);
     *bytes = rc == MPI_SUCCESS ? n : 0;
     if (rc != MPI_SUCCESS || n == 0) return rc;
@@ -110,13 +61,13 @@ int ist_h_recv_any_size(const struct ist_hier *h, int source, int tag, char **bu
     return rc == MPI_SUCCESS ? waited : rc;
 }
 
-/* Through the wrapper, so that an oversubscribed run waits sleeping (sleep_wait.c). */
+/* Through the wrapper, so that an oversubscribed run waits sleeping (src/world/wait.c). */
 int ist_h_waitall(int n, MPI_Request *reqs)
 {
     if (n == 0) return MPI_SUCCESS;
     /* Statuses rather than MPI_STATUSES_IGNORE, which GCC takes for a 0-byte array. */
     MPI_Status *st = malloc((size_t)n * sizeof *st);
-    int rc = MPI_Waitall(n, reqs, st);
+    int rc = ist_world_waitall(n, reqs, st);
     free(st);
     return rc;
 }
@@ -164,8 +115,7 @@ int ist_h_irecv_segments(const struct ist_hier *h, void *buf, long bytes, int so
 static int typed_segments_do(const struct ist_hier *h, char *buf, int count, MPI_Datatype type,
                              int peer, int tag, struct ist_reqs *q, int send)
 {
-    int size;
-    PMPI_Type_size(type, &size);
+    const long size = ist_type_bytes(1, type);
     const MPI_Aint extent = ist_extent(type);
     long per = size > 0 ? ist_wan_segment(h) / size : count;
     if (per < 1) per = 1;
@@ -251,16 +201,7 @@ int ist_h_fold_clusters(const struct ist_hier *h, void *buf, int count, MPI_Data
 
 long ist_block_bytes(const struct ist_block *b)
 {
-    int size = 0;
-    PMPI_Type_size(b->type, &size);
-    return (long)b->count * size;
-}
-
-MPI_Aint ist_extent(MPI_Datatype type)
-{
-    MPI_Aint lb, extent;
-    PMPI_Type_get_extent(type, &lb, &extent);
-    return extent;
+    return ist_type_bytes(b->count, b->type);
 }
 
 int ist_copy_block(const struct ist_block *from, const struct ist_block *to)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "tree.h"
+#include "world.h"
 
 /* Rank of position i in the order that starts at the root's cluster: clusters keep their
  * order by lowest rank, rotated so that the root's comes first; the root stands for its
@@ -94,14 +95,14 @@ int ist_pipeline(char *buf, long bytes, long segment, int parent, const int *chi
     /* Receives are posted before the first segment arrives. */
     for (long s = 0; parent >= 0 && s < segments && rc == MPI_SUCCESS; s++) {
         long off = s * segment, len = bytes - off < segment ? bytes - off : segment;
-        rc = MPI_Irecv(buf + off, (int)len, MPI_BYTE, parent, tag, comm, &req[s]);
+        rc = ist_world_irecv(buf + off, (int)len, MPI_BYTE, parent, tag, comm, &req[s]);
     }
     /* Blocking sends, as the model's s(m) = max(g_l(m), os_w(m)) describes them. */
     for (long s = 0; s < segments && rc == MPI_SUCCESS; s++) {
         long off = s * segment, len = bytes - off < segment ? bytes - off : segment;
-        if (parent >= 0) rc = MPI_Wait(&req[s], MPI_STATUS_IGNORE);
+        if (parent >= 0) rc = ist_world_wait(&req[s], MPI_STATUS_IGNORE);
         for (int c = 0; c < nchildren && rc == MPI_SUCCESS; c++)
-            rc = MPI_Send(buf + off, (int)len, MPI_BYTE, children[c], tag, comm);
+            rc = ist_world_send(buf + off, (int)len, MPI_BYTE, children[c], tag, comm);
     }
     free(req);
     return rc;

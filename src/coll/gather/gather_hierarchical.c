@@ -55,7 +55,7 @@ static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int r
         sizes = malloc((size_t)h->count[c] * sizeof(int));
         displs = malloc((size_t)h->count[c] * sizeof(int));
     }
-    if (rc == MPI_SUCCESS) rc = MPI_Gather(&nb, 1, MPI_INT, sizes, 1, MPI_INT, lrep, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Gather(&nb, 1, MPI_INT, sizes, 1, MPI_INT, lrep, h->local);
     long header = (long)h->count[c] * (long)sizeof(int);
     if (rep && rc == MPI_SUCCESS) {
         for (int j = 0; j < h->count[c]; j++) {
@@ -66,7 +66,7 @@ static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int r
         memcpy(msg, sizes, (size_t)header);
     }
     if (rc == MPI_SUCCESS)
-        rc = MPI_Gatherv(packed, nb, MPI_PACKED, msg ? msg + header : NULL, sizes, displs,
+        rc = ist_own_Gatherv(packed, nb, MPI_PACKED, msg ? msg + header : NULL, sizes, displs,
                          MPI_PACKED, lrep, h->local);
     if (rep && c != rootc && rc == MPI_SUCCESS) {
         struct ist_reqs q = {0};

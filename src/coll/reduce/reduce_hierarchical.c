@@ -29,14 +29,14 @@ int ist_hier_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
     int lroot = h->my_cluster == rootc ? h->local_rank[root] : 0;
     int rc;
     if (h->rank == root) {
-        rc = MPI_Reduce(sendbuf, recvbuf, count, datatype, op, lroot, h->local);
+        rc = ist_own_Reduce(sendbuf, recvbuf, count, datatype, op, lroot, h->local);
         /* the root is its cluster's coordinator here (rootc == my_cluster) */
         if (rc == MPI_SUCCESS)
             rc = ist_h_fold_clusters(h, recvbuf, count, datatype, op, TAG_REDUCE, 0);
     } else if (h->my_cluster != rootc && h->local_rank[h->rank] == 0) {
         struct ist_tmp part;
         rc = ist_tmp_alloc(&part, count, datatype);
-        if (rc == MPI_SUCCESS) rc = MPI_Reduce(sendbuf, part.base, count, datatype, op, 0, h->local);
+        if (rc == MPI_SUCCESS) rc = ist_own_Reduce(sendbuf, part.base, count, datatype, op, 0, h->local);
         struct ist_reqs q = {0};
         if (rc == MPI_SUCCESS)
             rc = ist_h_isend_typed_segments(h, part.base, count, datatype, root, TAG_REDUCE, &q);
@@ -44,7 +44,7 @@ int ist_hier_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
         if (rc == MPI_SUCCESS) rc = waited;
         ist_tmp_free(&part);
     } else {
-        rc = MPI_Reduce(sendbuf, NULL, count, datatype, op, lroot, h->local);
+        rc = ist_own_Reduce(sendbuf, NULL, count, datatype, op, lroot, h->local);
     }
     return ist_hier_leave(rc);
 }

@@ -46,7 +46,7 @@ static int reduce_scatter(struct ist_hier *h, const void *sendbuf, void *recvbuf
     int coord = h->local_rank[h->rank] == 0;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (coord) rc = ist_tmp_alloc(&full, (int)n, type);
-    if (rc == MPI_SUCCESS) rc = MPI_Reduce(in, full.base, (int)n, type, op, 0, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Reduce(in, full.base, (int)n, type, op, 0, h->local);
     if (coord && rc == MPI_SUCCESS) {
         char **out = calloc((size_t)h->nclusters, sizeof *out), **got = calloc((size_t)h->nclusters, sizeof *got);
         long mybytes = 0;
@@ -91,7 +91,7 @@ static int reduce_scatter(struct ist_hier *h, const void *sendbuf, void *recvbuf
         ld[j] = d;
     }
     if (rc == MPI_SUCCESS)
-        rc = MPI_Scatterv(coord ? parts[h->nclusters - 1].base : NULL, lc, ld, type, recvbuf,
+        rc = ist_own_Scatterv(coord ? parts[h->nclusters - 1].base : NULL, lc, ld, type, recvbuf,
                           counts[h->rank], type, 0, h->local);
     for (int k = 0; k < h->nclusters; k++) ist_tmp_free(&parts[k]);
     free(parts);

@@ -26,8 +26,8 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
     if (rc == MPI_SUCCESS)
         rc = ist_copy_typed(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, own.base, count, type);
     if (rc == MPI_SUCCESS)
-        rc = exclusive ? MPI_Exscan(sendbuf, recvbuf, count, type, op, h->local)
-                       : MPI_Scan(sendbuf, recvbuf, count, type, op, h->local);
+        rc = exclusive ? ist_own_Exscan(sendbuf, recvbuf, count, type, op, h->local)
+                       : ist_own_Scan(sendbuf, recvbuf, count, type, op, h->local);
     /* the cluster's total, at its last rank: the inclusive result, or exclusive op own */
     if (rc == MPI_SUCCESS && last && c < h->nclusters - 1) {
         rc = ist_tmp_alloc(&total, count, type);
@@ -67,7 +67,7 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
         free(parts);
         free(p);
     }
-    if (rc == MPI_SUCCESS) rc = MPI_Bcast(prefix.base, count, type, 0, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Bcast(prefix.base, count, type, 0, h->local);
     /* result = prefix op mine; the first rank of a cluster has no exclusive result of its own */
     if (rc == MPI_SUCCESS) {
         if (exclusive && coord) rc = ist_copy_typed(prefix.base, recvbuf, count, type);

@@ -75,7 +75,7 @@ static int scatter_blocks(struct ist_hier *h, const struct ist_block *send, int 
     long bytes = mine && h->rank != root ? ist_block_bytes(mine) : 0;
     char *in = malloc(bytes > 0 ? (size_t)bytes : 1);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Scatterv(rep ? msg + (long)h->count[c] * (long)sizeof(int) : NULL, sizes, displs,
+        rc = ist_own_Scatterv(rep ? msg + (long)h->count[c] * (long)sizeof(int) : NULL, sizes, displs,
                           MPI_PACKED, in, (int)bytes, MPI_PACKED, lrep, h->local);
     if (rc == MPI_SUCCESS && bytes) {
         long p = 0;

@@ -158,6 +158,7 @@ def _smpi(c: dict[str, Any], args: list[str], work: Path, step: Step) -> list[di
             "-O2",
             f"-I{src / 'model'}",
             f"-I{src / 'coll' / 'common'}",
+            f"-I{src / 'world'}",
             "-o",
             str(program),
             *(str(src / s) for s in SMPI_SOURCES),

@@ -5,7 +5,7 @@
  *                   [--queue BYTES] [--startup-timeout SECONDS]
  *
  * Every rank of the job connects to it and says hello with its world rank; when all N
- * have, it tells each READY. From then on it relays DATA and BULK frames (zip_wire.h) to the
+ * have, it tells each READY. From then on it relays DATA and BULK frames (src/forward/wire.h) to the
  * connection of their destination rank. One event loop (epoll) serves every connection
  * in both directions at once: reading one connection never waits for writing another.
  *
@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "zip_wire.h"
+#include "wire.h"
 
 #define MAX_LISTEN 4
 #define DEFAULT_QUEUE (4L << 20)

@@ -6,7 +6,8 @@
 #include <time.h>
 
 #include "discover.h"
-#include "layer.h"
+#include "clock.h"
+#include "world.h"
 
 /* between tests when ranks outnumber cores: doubling from the least to the most */
 #define POLL_MIN_NS 2000

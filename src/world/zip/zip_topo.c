@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "zip.h"
-#include "zip_calls.h"
+#include "world_calls.h"
 #include "zip_engine.h"
 
 struct ist_ztopo {
@@ -21,7 +21,7 @@ struct ist_ztopo {
 
 static struct ist_zcomm *topo_comm(MPI_Comm comm, int kind)
 {
-    struct ist_zcomm *c = ist_zip_active ? ist_zip_comm(comm) : NULL;
+    struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
     return c && c->topo && (kind < 0 || c->topo->kind == kind) ? c : NULL;
 }
 
@@ -75,10 +75,11 @@ static int make_cart(struct ist_zcomm *c, int ndims, const int dims[], const int
     *t = (struct ist_ztopo){MPI_CART, ndims, copy_ints(dims, ndims), copy_ints(periods, ndims),
                             0, NULL, NULL};
     z->topo = t;
+    z->free_topo = ist_zip_free_topo;
     return MPI_SUCCESS;
 }
 
-int ist_zip_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+int ist_span_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
                         int reorder, MPI_Comm *comm_cart, int *rc)
 {
     (void)reorder;
@@ -190,13 +191,14 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
     struct ist_ztopo *s = calloc(1, sizeof *s);
     *s = (struct ist_ztopo){MPI_CART, nd, copy_ints(dims, nd), copy_ints(periods, nd), 0, NULL, NULL};
     z->topo = s;
+    z->free_topo = ist_zip_free_topo;
     *newcomm = split;
     return MPI_SUCCESS;
 }
 
 int MPI_Topo_test(MPI_Comm comm, int *status)
 {
-    struct ist_zcomm *c = ist_zip_active ? ist_zip_comm(comm) : NULL;
+    struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
     if (!c) return PMPI_Topo_test(comm, status);
     *status = c->topo ? c->topo->kind : MPI_UNDEFINED;
     return MPI_SUCCESS;
@@ -207,7 +209,7 @@ int MPI_Topo_test(MPI_Comm comm, int *status)
 int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder,
                      MPI_Comm *comm_graph)
 {
-    struct ist_zcomm *c = ist_zip_active ? ist_zip_comm(comm) : NULL;
+    struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
     if (!c) return PMPI_Graph_create(comm, nnodes, index, edges, reorder, comm_graph);
     if (nnodes > c->size) return MPI_ERR_ARG;
     MPI_Comm split;
@@ -225,6 +227,7 @@ int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edg
     *t = (struct ist_ztopo){MPI_GRAPH, 0, NULL, NULL, nnodes, copy_ints(index, nnodes),
                             copy_ints(edges, nedges)};
     z->topo = t;
+    z->free_topo = ist_zip_free_topo;
     return MPI_SUCCESS;
 }
 

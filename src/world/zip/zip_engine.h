@@ -54,16 +54,20 @@ void ist_zip_credit_init(void); /* the engine's eager credit, once the world is 
  * once the last byte is written to the forwarder's socket. */
 void ist_zip_send_message(int dst, const struct zmsg_hdr *h, const void *data, size_t bytes,
                           void *owned, void (*done)(void *), void *arg);
-/* Queue the data of rendezvous `id` to world rank dst as bulk frames (zip_wire.h), each
+/* Queue the data of rendezvous `id` to world rank dst as bulk frames (src/forward/wire.h), each
  * saying where its bytes go, striped over every forwarder (zip_transport.c says how);
  * done(arg) once the last byte is written. */
 void ist_zip_send_bulk(int dst, uint32_t id, const void *data, size_t bytes, void *owned,
                        void (*done)(void *), void *arg);
-/* The engine's: bytes [offset, offset + len) of rendezvous id from world rank src. */
-void ist_zip_bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, size_t len);
 /* Write what the sockets take; read and hand every whole message to the engine. */
 void ist_zip_transport_progress(void);
-void ist_zip_message_arrived(struct zmsg *m); /* the engine's (zip_engine.c) */
+/* The engine's receivers (set by ist_zip_credit_init): every whole message, and bytes
+ * [offset, offset + len) of rendezvous id from world rank src. */
+void ist_zip_transport_receivers(void (*message)(struct zmsg *m),
+                                 void (*bulk)(int src, uint32_t id, uint64_t offset,
+                                              const char *p, size_t len));
+/* Something else to move in every ist_zip_progress (zip_collectives.c's schedules). */
+void ist_zip_on_progress(void (*fn)(void));
 void ist_zip_engine_send_raw(int forwarder, uint32_t kind);
 /* The engine's, for matched probes (zip_mprobe.c). */
 struct zmsg *ist_zip_take_unexpected(struct ist_zcomm *c, int source, int tag);
@@ -73,7 +77,7 @@ void ist_zip_native_op(struct ist_zop *op);
 int ist_zip_engine_flushed(void);
 int ist_zip_engine_forwarders(void);
 int ist_zip_engine_fd(int forwarder);
-/* Print "isthmus: rank R: MESSAGE" and end the whole run. */
+/* Print "isthmus: rank R: MESSAGE" and end the whole run (zip_state.c). */
 void ist_zip_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #endif

@@ -20,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "layer.h"
+#include "clock.h"
+#include "world.h"
 #include "zip.h"
 
 #define IST_SPIN_TESTS 50
@@ -37,6 +38,22 @@ void ist_sleep_wait_init(void)
     if (ist_sleep_wait) prctl(PR_SET_TIMERSLACK, 1000UL);
 }
 
+void ist_world_progress(void)
+{
+    if (ist_multi_site) ist_zip_progress();
+}
+
+void ist_world_idle(int tries, long *pause_ns)
+{
+    if (ist_multi_site) {
+        ist_zip_idle(tries); /* its sockets wake it early */
+    } else if (tries >= IST_SPIN_TESTS) {
+        struct timespec ts = {0, *pause_ns};
+        nanosleep(&ts, NULL);
+        if (*pause_ns < IST_SLEEP_MAX_NS) *pause_ns *= 2;
+    }
+}
+
 /* Test with `test` until it reports completion, sleeping between tests as described.
  * Under zipper forwarding each test first moves its engine, and the sleeps end early
  * when a forwarder sends something (ist_zip_idle). */
@@ -44,16 +61,10 @@ void ist_sleep_wait_init(void)
     do {                                                                                  \
         long ist_pause = IST_SLEEP_MIN_NS;                                                \
         for (int ist_i = 0;; ist_i++) {                                                   \
-            if (ist_zip_active) ist_zip_progress();                                       \
+            ist_world_progress();                                                         \
             int ist_rc = (test_call);                                                     \
             if (ist_rc != MPI_SUCCESS || (flag)) return ist_rc;                           \
-            if (ist_zip_active) {                                                         \
-                ist_zip_idle(ist_i);                                                      \
-            } else if (ist_i >= IST_SPIN_TESTS) {                                         \
-                struct timespec ist_ts = {0, ist_pause};                                  \
-                nanosleep(&ist_ts, NULL);                                                 \
-                if (ist_pause < IST_SLEEP_MAX_NS) ist_pause *= 2;                         \
-            }                                                                             \
+            ist_world_idle(ist_i, &ist_pause);                                            \
         }                                                                                 \
     } while (0)
 
@@ -115,7 +126,8 @@ int ist_sleepwait_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype send
  * _split_type, MPI_Cart_create, MPI_Intercomm_create: tools/genwrap.py's BARRIER_FIRST)
  * after a sleeping barrier, so that every rank enters the blocking call together. The
  * calls the layer makes for itself (a hierarchy's duplicate and split, the v-forms' size
- * agreement, the topology's exchange at MPI_Init) wait the same way. */
+ * agreement, the topology's exchange at MPI_Init) wait the same way: ist_own_X, generated
+ * (own_calls.c) from the same forms. */
 
 int ist_sleeping_barrier(MPI_Comm comm)
 {
@@ -128,34 +140,6 @@ int ist_sleepwait_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     MPI_Request r;
     int rc = PMPI_Comm_idup(comm, newcomm, &r);
-    return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
-}
-
-int ist_own_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
-{
-    return ist_sleep_wait ? ist_sleepwait_Comm_dup(comm, newcomm) : PMPI_Comm_dup(comm, newcomm);
-}
-
-int ist_own_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
-{
-    int rc = ist_sleep_wait ? ist_sleeping_barrier(comm) : MPI_SUCCESS;
-    return rc != MPI_SUCCESS ? rc : PMPI_Comm_split(comm, color, key, newcomm);
-}
-
-int ist_own_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
-                      MPI_Comm comm)
-{
-    if (!ist_sleep_wait) return PMPI_Allreduce(in, out, count, type, op, comm);
-    MPI_Request r;
-    int rc = PMPI_Iallreduce(in, out, count, type, op, comm, &r);
-    return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
-}
-
-int ist_own_allgather(const void *in, int count, MPI_Datatype type, void *out, MPI_Comm comm)
-{
-    if (!ist_sleep_wait) return PMPI_Allgather(in, count, type, out, count, type, comm);
-    MPI_Request r;
-    int rc = PMPI_Iallgather(in, count, type, out, count, type, comm, &r);
     return rc != MPI_SUCCESS ? rc : ist_sleep_until_done(&r, MPI_STATUS_IGNORE);
 }
 
@@ -189,13 +173,6 @@ void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Co
  * Otherwise (not sleep mode) it is the system call. */
 #define IST_YIELD_SPIN_US 1000.0
 #define IST_YIELD_GAP_US 50.0
-
-double ist_now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
 
 int sched_yield(void)
 {

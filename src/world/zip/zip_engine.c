@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "zip.h"
+#include "datatype.h"
 #include "zip_engine.h"
 
 #define IST_ZIP_EAGER_LIMIT (64L * 1024)
@@ -37,7 +38,6 @@
 #define IST_ZIP_CREDIT_ALL (256L << 20) /* ... and all senders together, at most */
 #define IST_ZIP_MESSAGE_COST 64          /* what a message costs in credit besides its data */
 
-struct ist_zip_world ist_zip;
 
 static struct zmsg *unexpected_head, *unexpected_tail;
 static uint32_t next_id = 1;
@@ -83,21 +83,12 @@ static struct ist_zop *waiting(struct oplist *l, uint32_t id, int peer)
     return NULL;
 }
 
-void ist_zip_fatal(const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "isthmus: rank %d: %s\n", ist_zip.world_rank, msg);
-    fflush(stderr);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1);
-}
+static void message_arrived(struct zmsg *m);
+static void bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, size_t len);
 
 void ist_zip_credit_init(void)
 {
+    ist_zip_transport_receivers(message_arrived, bulk_arrived);
     credit_per_pair = IST_ZIP_CREDIT_ALL / (ist_zip.world_size > 1 ? ist_zip.world_size - 1 : 1);
     if (credit_per_pair > IST_ZIP_CREDIT) credit_per_pair = IST_ZIP_CREDIT;
     if (credit_per_pair < 2 * IST_ZIP_MESSAGE_COST) credit_per_pair = 2 * IST_ZIP_MESSAGE_COST;
@@ -140,24 +131,6 @@ static void send_control(int dst, uint32_t kind, uint32_t id, uint64_t amount)
     ist_zip_send_message(dst, &h, NULL, 0, NULL, NULL, NULL);
 }
 
-static long long type_size(MPI_Datatype type)
-{
-    MPI_Count size;
-    PMPI_Type_size_x(type, &size);
-    return (long long)size;
-}
-
-/* Whether count elements of type lie in one block from buf + *offset. */
-static int contiguous(int count, MPI_Datatype type, MPI_Aint *offset)
-{
-    MPI_Aint lb, extent, tlb, textent;
-    PMPI_Type_get_extent(type, &lb, &extent);
-    PMPI_Type_get_true_extent(type, &tlb, &textent);
-    *offset = tlb;
-    long long size = type_size(type);
-    return count <= 1 ? size == textent : (size == extent && size == textent);
-}
-
 /* Give a sender back the credit of an eager message that has left the unexpected list. */
 static void give_credit(const struct zmsg *m)
 {
@@ -172,7 +145,7 @@ static void give_credit(const struct zmsg *m)
 /* A rendezvous receive whose every byte has come. */
 static void rendezvous_done(struct ist_zop *op)
 {
-    long long esize = type_size(op->type);
+    long long esize = ist_type_bytes(1, op->type);
     if (op->rdv_pack) {
         int pos = 0;
         PMPI_Unpack(op->rdv_pack, (int)op->rdv_fits, &pos, op->buf, (int)(op->rdv_fits / esize),
@@ -185,7 +158,7 @@ static void rendezvous_done(struct ist_zop *op)
     complete(op);
 }
 
-void ist_zip_bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, size_t len)
+static void bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, size_t len)
 {
     struct ist_zop *op = waiting(&rdata_waits, id, src);
     if (!op || (long long)(offset + len) > op->rdv_bytes)
@@ -211,12 +184,12 @@ static void receive_into(struct ist_zop *op, struct zmsg *m)
         op->rdv_got = 0;
         op->st_source = world_to_comm(op->comm, m->src_world);
         op->st_tag = m->h.tag;
-        long long capacity = type_size(op->type) * op->count;
+        long long capacity = ist_type_bytes(1, op->type) * op->count;
         op->rdv_fits = op->rdv_bytes < capacity ? op->rdv_bytes : capacity;
         MPI_Aint offset;
         if (op->rdv_fits == 0) {
             op->rdv_into = NULL;
-        } else if (contiguous(op->count, op->type, &offset)) {
+        } else if (ist_type_contiguous(op->count, op->type, &offset)) {
             op->rdv_into = (char *)op->buf + offset;
         } else {
             op->rdv_pack = op->rdv_into = malloc((size_t)op->rdv_fits);
@@ -228,7 +201,7 @@ static void receive_into(struct ist_zop *op, struct zmsg *m)
         else list_add(&rdata_waits, op);
         return;
     }
-    long long esize = type_size(op->type);
+    long long esize = ist_type_bytes(1, op->type);
     long long capacity = esize * op->count;
     long long bytes = (long long)m->h.bytes;
     op->st_error = MPI_SUCCESS;
@@ -238,7 +211,7 @@ static void receive_into(struct ist_zop *op, struct zmsg *m)
     }
     if (bytes > 0 && esize > 0) {
         MPI_Aint offset;
-        if (contiguous(op->count, op->type, &offset)) {
+        if (ist_type_contiguous(op->count, op->type, &offset)) {
             memcpy((char *)op->buf + offset, m->data, (size_t)bytes);
         } else {
             int pos = 0;
@@ -258,9 +231,9 @@ static void receive_into(struct ist_zop *op, struct zmsg *m)
 /* The data of a rendezvous send, asked for: from the user's buffer, or packed. */
 static void send_rdata(struct ist_zop *op)
 {
-    long long bytes = type_size(op->type) * op->count;
+    long long bytes = ist_type_bytes(1, op->type) * op->count;
     MPI_Aint offset;
-    if (contiguous(op->count, op->type, &offset)) {
+    if (ist_type_contiguous(op->count, op->type, &offset)) {
         ist_zip_send_bulk(op->rdv_peer, op->sync_id, (const char *)op->buf + offset, (size_t)bytes,
                           NULL, complete_cb, op);
         return;
@@ -280,7 +253,7 @@ static void unexpected_add(struct zmsg *m)
     unexpected_tail = m;
 }
 
-void ist_zip_message_arrived(struct zmsg *m)
+static void message_arrived(struct zmsg *m)
 {
     struct ist_zop *op;
     switch (m->h.kind) {
@@ -397,13 +370,19 @@ static void progress_native(void)
     }
 }
 
+/* What else moves in every progress: the nonblocking collectives' schedules (zip_collectives.c,
+ * registered by zip_world.c), so that the engine needs nothing above it. */
+static void (*schedules_progress)(void);
+
+void ist_zip_on_progress(void (*fn)(void)) { schedules_progress = fn; }
+
 void ist_zip_progress(void)
 {
     if (in_progress) return;
     in_progress = 1;
     ist_zip_transport_progress();
     progress_native();
-    ist_zip_icoll_progress();
+    if (schedules_progress) schedules_progress();
     while (cancelled.head) {
         struct ist_zop *op = cancelled.head;
         list_remove(&cancelled, op);
@@ -455,7 +434,7 @@ struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, M
         return op;
     }
     int to = c->world[dest];
-    long long bytes = type_size(type) * count;
+    long long bytes = ist_type_bytes(1, type) * count;
     long cost = (long)bytes + IST_ZIP_MESSAGE_COST;
     op->rdv_peer = to;
     op->sync_id = next_id++;
@@ -466,7 +445,7 @@ struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, M
         char *copy = malloc(bytes ? (size_t)bytes : 1);
         if (!copy) ist_zip_fatal("out of memory");
         MPI_Aint offset;
-        if (contiguous(count, type, &offset)) {
+        if (ist_type_contiguous(count, type, &offset)) {
             memcpy(copy, (const char *)buf + offset, (size_t)bytes);
         } else {
             int pos = 0;

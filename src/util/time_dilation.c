@@ -5,7 +5,7 @@
  * equals it at EPOCH, in every rank alike. Every clock an application reads returns
  * virtual time, and every sleep or timeout it asks for lasts K times longer in real time:
  *   clocks:   clock_gettime (realtime, monotonic, raw, coarse, boottime, tai), gettimeofday,
- *             time, MPI_Wtime;
+ *             time (and MPI_Wtime: src/layer/layer.c);
  *   sleeps:   nanosleep, clock_nanosleep, usleep, sleep;
  *   timeouts: poll, ppoll, select, pselect, epoll_wait, epoll_pwait, epoll_pwait2,
  *             timerfd_settime/gettime, pthread_cond_timedwait, pthread_cond_clockwait,
@@ -18,7 +18,7 @@
  * Without the variable (or with K = 1) every function here is the C library's, called
  * through a pointer: nothing changes. A rank's own libisthmus code reads virtual time too
  * (the profiler, P-LogP measurement and discovery measure the virtual platform); only the
- * sleeping waits' yield window (sleep_wait.c) is about this machine and reads real time,
+ * sleeping waits' yield window (src/world/wait.c) is about this machine and reads real time,
  * through ist_real_now_ns.
  *
  * In clock C, virtual time is v = E_C + (r - E_C) / K for real time r, where E_C is EPOCH
@@ -43,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "layer.h"
+#include "clock.h"
 
 #define NS 1000000000LL
 #define MAX_TIMERFD 4096
@@ -229,6 +229,13 @@ void ist_real_nanosleep(long ns)
 
 double ist_dilation(void) { return dilated() ? factor : 1.0; }
 
+double ist_now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t); /* this file's: virtual when dilated */
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
 /* ---- clocks --------------------------------------------------------------------------- */
 
 int clock_gettime(clockid_t c, struct timespec *t)
@@ -257,14 +264,6 @@ time_t time(time_t *out)
     clock_gettime(CLOCK_REALTIME, &t);
     if (out) *out = t.tv_sec;
     return t.tv_sec;
-}
-
-double MPI_Wtime(void)
-{
-    if (!dilated()) return PMPI_Wtime();
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* ---- sleeps ----------------------------------------------------------------------------- */

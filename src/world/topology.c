@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "discover.h"
-#include "layer.h"
+#include "clock.h"
+#include "own_calls.h"
+#include "world.h"
+#include "world_calls.h"
 _Static_assert(IST_DISCOVER_NAME == IST_NAME_MAX, "one length for host names");
 #include "zip.h"
 
@@ -93,7 +96,7 @@ static int cluster_from_blocks(const char *spec, int rank, char out[IST_NAME_MAX
 static int discovering(void)
 {
     const char *blocks = getenv("ISTHMUS_CLUSTERS");
-    return blocks && strcmp(blocks, "auto") == 0 && !ist_zip_active;
+    return blocks && strcmp(blocks, "auto") == 0 && !ist_multi_site;
 }
 
 static void decide_own_cluster(const char *host, char out[IST_NAME_MAX])
@@ -129,7 +132,7 @@ static int find_or_add_cluster(const char *name)
 int ist_topology_init(MPI_Comm world_dup)
 {
     /* MPI_Comm_size and friends, not PMPI_: under zipper forwarding world_dup spans the
-     * sites and src/zip answers for it (otherwise they pass straight to the MPI). */
+     * sites and src/world/zip defines them (otherwise they pass straight to the MPI). */
     MPI_Comm_size(world_dup, &world_size);
     MPI_Comm_rank(world_dup, &world_rank);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &comm_keyval, NULL);
@@ -145,10 +148,10 @@ int ist_topology_init(MPI_Comm world_dup)
     decide_own_cluster(me.host, me.cluster);
 
     struct rank_identity *all = calloc((size_t)world_size, sizeof *all);
-    if (ist_zip_active) /* across the sites: the layer's wrapper carries it */
-        MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, world_dup);
-    else
-        ist_own_allgather(&me, (int)sizeof me, MPI_BYTE, all, world_dup);
+    int rc;
+    if (!ist_zip_comm(world_dup) ||
+        !ist_span_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, world_dup, &rc))
+        ist_own_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, world_dup);
 
     /* Cluster numbers follow the platform's order when the block list gives one, then the
      * order in which ranks name new clusters. */
@@ -235,9 +238,8 @@ const char *ist_cluster_name(int cluster) { return cluster_names[cluster]; }
 int ist_rank_cluster(int r) { return rank_cluster[r]; }
 const char *ist_rank_host(int r) { return rank_host[r]; }
 
-/* The group calls are MPI_ ones: under zipper forwarding the layer answers them for
- * communicators that span sites, in world ranks (src/zip/zip_group.c); otherwise they
- * pass straight to the MPI. */
+/* The group calls are MPI_ ones: src/world/zip defines them (zip_group.c), answering for
+ * communicators that span sites in world ranks; otherwise they pass straight to the MPI. */
 static int *translate_group(MPI_Group group, int n)
 {
     MPI_Group world_group;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "zip.h"
-#include "zip_calls.h"
+#include "world_calls.h"
 #include "zip_engine.h"
 
 struct vgroup {
@@ -86,18 +86,18 @@ static int index_of(const int *list, int n, int w)
     return MPI_UNDEFINED;
 }
 
-#define EITHER_OURS(a, b) (ist_zip_active && (find(a) || find(b)))
+#define EITHER_OURS(a, b) (ist_multi_site && (find(a) || find(b)))
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
-    struct ist_zcomm *c = ist_zip_active ? ist_zip_comm(comm) : NULL;
+    struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
     if (!c) return PMPI_Comm_group(comm, group);
     return make(c->size, c->world, group);
 }
 
 int MPI_Group_size(MPI_Group group, int *size)
 {
-    struct vgroup *v = ist_zip_active ? find(group) : NULL;
+    struct vgroup *v = ist_multi_site ? find(group) : NULL;
     if (!v) return PMPI_Group_size(group, size);
     *size = v->n;
     return MPI_SUCCESS;
@@ -105,7 +105,7 @@ int MPI_Group_size(MPI_Group group, int *size)
 
 int MPI_Group_rank(MPI_Group group, int *rank)
 {
-    struct vgroup *v = ist_zip_active ? find(group) : NULL;
+    struct vgroup *v = ist_multi_site ? find(group) : NULL;
     if (!v) return PMPI_Group_rank(group, rank);
     *rank = index_of(v->world, v->n, ist_zip.world_rank);
     return MPI_SUCCESS;
@@ -113,7 +113,7 @@ int MPI_Group_rank(MPI_Group group, int *rank)
 
 int MPI_Group_free(MPI_Group *group)
 {
-    if (ist_zip_active)
+    if (ist_multi_site)
         for (struct vgroup **p = &groups; *p; p = &(*p)->next)
             if ((*p)->handle == *group) {
                 struct vgroup *v = *p;
@@ -193,7 +193,7 @@ int MPI_Group_difference(MPI_Group a, MPI_Group b, MPI_Group *out)
 
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *out)
 {
-    struct vgroup *v = ist_zip_active ? find(group) : NULL;
+    struct vgroup *v = ist_multi_site ? find(group) : NULL;
     if (!v) return PMPI_Group_incl(group, n, ranks, out);
     int *r = malloc(sizeof *r * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) r[i] = v->world[ranks[i]];
@@ -204,7 +204,7 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *out)
 
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *out)
 {
-    struct vgroup *v = ist_zip_active ? find(group) : NULL;
+    struct vgroup *v = ist_multi_site ? find(group) : NULL;
     if (!v) return PMPI_Group_excl(group, n, ranks, out);
     int *r = malloc(sizeof *r * (size_t)v->n), k = 0;
     for (int i = 0; i < v->n; i++)
@@ -229,7 +229,7 @@ static int *expand(int n, int ranges[][3], int *count)
 
 int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *out)
 {
-    if (!(ist_zip_active && find(group))) return PMPI_Group_range_incl(group, n, ranges, out);
+    if (!(ist_multi_site && find(group))) return PMPI_Group_range_incl(group, n, ranges, out);
     int k, *r = expand(n, ranges, &k);
     int rc = MPI_Group_incl(group, k, r, out);
     free(r);
@@ -238,7 +238,7 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *out
 
 int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *out)
 {
-    if (!(ist_zip_active && find(group))) return PMPI_Group_range_excl(group, n, ranges, out);
+    if (!(ist_multi_site && find(group))) return PMPI_Group_range_excl(group, n, ranges, out);
     int k, *r = expand(n, ranges, &k);
     int rc = MPI_Group_excl(group, k, r, out);
     free(r);
@@ -280,7 +280,7 @@ static int native_group(MPI_Group g, MPI_Group *out)
     return rc;
 }
 
-int ist_zip_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, int *rc)
+int ist_span_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, int *rc)
 {
     struct ist_zcomm *c = ist_zip_comm(comm);
     if (!c) {
@@ -297,7 +297,7 @@ int ist_zip_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, int *
     return 1;
 }
 
-int ist_zip_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
+int ist_span_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
                             MPI_Comm *newcomm, int *rc)
 {
     struct ist_zcomm *c = ist_zip_comm(comm);
@@ -308,7 +308,7 @@ int ist_zip_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info inf
 
 /* Only the group's members call it: its first member hands out a context, by messages
  * on the parent's collective twin with the caller's tag, and the others wait for it. */
-int ist_zip_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm, int *rc)
+int ist_span_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm, int *rc)
 {
     struct ist_zcomm *c = ist_zip_comm(comm);
     if (!c) {

@@ -20,14 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-extern int ist_zip_active;
-
-static inline MPI_Aint ist_zip_extent(MPI_Datatype type)
-{
-    MPI_Aint lb, extent;
-    PMPI_Type_get_extent(type, &lb, &extent);
-    return extent;
-}
+extern int ist_multi_site;
 
 /* A communicator whose members are in more than one site. */
 struct ist_zcomm {
@@ -40,7 +33,8 @@ struct ist_zcomm {
     int *from_local;  /* rank in `local` -> communicator rank */
     struct ist_zcomm *coll; /* the collectives' own: context + 1, a duplicate of local */
     struct ist_ztopo *topo; /* a Cartesian or graph topology (zip_topo.c), or NULL */
-    unsigned icoll_seq;     /* nonblocking collectives started on it (zip_icoll.c) */
+    void (*free_topo)(struct ist_ztopo *t); /* ... and its own free, set with it */
+    unsigned icoll_seq;     /* nonblocking collectives started on it (zip_collectives.c) */
 };
 struct ist_ztopo;
 void ist_zip_free_topo(struct ist_ztopo *t);
@@ -76,8 +70,11 @@ struct ist_zop {
 void ist_zip_init(void);     /* after the native MPI_Init */
 void ist_zip_finalize(void); /* before the native MPI_Finalize */
 
-/* The spanning communicator of a handle, or NULL when the native MPI serves it. */
+/* The spanning communicator of a handle, or NULL when the native MPI serves it; the
+ * registry's own add and remove (zip_state.c). */
 struct ist_zcomm *ist_zip_comm(MPI_Comm handle);
+void ist_zip_comms_add(struct ist_zcomm *c);
+void ist_zip_comms_remove(struct ist_zcomm *c);
 /* End the whole run (every site) with a message naming `call`, when comm spans sites. */
 void ist_zip_native_only(MPI_Comm comm, const char *call);
 void ist_zip_refuse(const char *call, const char *why) __attribute__((noreturn));
@@ -99,10 +96,10 @@ struct ist_zop *ist_zip_irecv(struct ist_zcomm *c, void *buf, int count, MPI_Dat
                               int source, int tag);
 void ist_zip_progress(void);
 /* A nonblocking collective's op (done by ist_zip_complete_op), and the schedules' turn
- * in every progress (zip_icoll.c). */
+ * in every progress (zip_collectives.c). */
 struct ist_zop *ist_zip_coll_op(struct ist_zcomm *c);
 void ist_zip_complete_op(struct ist_zop *op);
-void ist_zip_icoll_progress(void);
+void ist_zip_schedules_progress(void);
 /* Wait until every op is done, driving the engine and sleeping between tries; copies
  * the statuses (statuses may be MPI_STATUSES_IGNORE) and frees the ops. */
 int ist_zip_wait_ops(int n, struct ist_zop **ops, MPI_Status *statuses);
@@ -124,27 +121,10 @@ int ist_zip_request_free(MPI_Request *request);
 /* Sleep a little between tries of a wait (the engine's sockets wake it early). */
 void ist_zip_idle(int tries);
 
-/* Collectives on spanning communicators (zip_coll.c). */
-int ist_zip_barrier(struct ist_zcomm *c);
+/* The zipper's own blocking collectives on a spanning communicator (zip_collectives.c). */
 int ist_zip_bcast(struct ist_zcomm *c, void *buf, int count, MPI_Datatype type, int root);
-int ist_zip_reduce(struct ist_zcomm *c, const void *sendbuf, void *recvbuf, int count,
-                   MPI_Datatype type, MPI_Op op, int root);
 int ist_zip_gatherv(struct ist_zcomm *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     void *recvbuf, const int recvcounts[], const int displs[],
                     MPI_Datatype recvtype, int root);
-int ist_zip_scatterv(struct ist_zcomm *c, const void *sendbuf, const int sendcounts[],
-                     const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                     MPI_Datatype recvtype, int root);
-int ist_zip_alltoallv(struct ist_zcomm *c, const void *sendbuf, const int sendcounts[],
-                      const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                      const int recvcounts[], const int rdispls[], MPI_Datatype recvtype);
-
-int ist_zip_scan(struct ist_zcomm *c, const void *sendbuf, void *recvbuf, int count,
-                 MPI_Datatype type, MPI_Op op, int exclusive);
-int ist_zip_reduce_scatter(struct ist_zcomm *c, const void *sendbuf, void *recvbuf,
-                           const int recvcounts[], MPI_Datatype type, MPI_Op op);
-int ist_zip_alltoallw(struct ist_zcomm *c, const void *sendbuf, const int sendcounts[],
-                      const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
-                      const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[]);
 
 #endif

@@ -29,7 +29,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "layer.h"
+#include "clock.h"
+#include "own_calls.h"
+#include "world.h"
 
 #define CUT_RATIO 2.0
 #define VERIFY_ROUNDS 8
@@ -202,7 +204,7 @@ static void measure_round(MPI_Comm comm, int me, const int *rep, const struct is
 {
     double *mine = calloc((size_t)(n - first + 1), sizeof *mine);
     if (me >= 0) ist_discover_ping(comm, me, rep, p + first, n - first, mine);
-    ist_own_allreduce(mine, rtt + first, n - first, MPI_DOUBLE, MPI_MAX, comm);
+    ist_own_Allreduce(mine, rtt + first, n - first, MPI_DOUBLE, MPI_MAX, comm);
     free(mine);
     found.rounds++;
 }

@@ -32,7 +32,7 @@
 
 #include "zip.h"
 #include "zip_engine.h"
-#include "zip_wire.h"
+#include "wire.h"
 
 #define IST_ZIP_UNSENT (128 * 1024)
 #define BULK_SLICE (IST_ZIP_FRAME_MAX - (int)sizeof(struct ist_zip_bulk))
@@ -81,6 +81,17 @@ struct forwarder {
 };
 
 static struct forwarder *fwds;
+/* Where whole messages and bulk data go: the engine's (ist_zip_transport_receivers). */
+static void (*on_message)(struct zmsg *m);
+static void (*on_bulk)(int src, uint32_t id, uint64_t offset, const char *p, size_t len);
+
+void ist_zip_transport_receivers(void (*message)(struct zmsg *m),
+                                 void (*bulk)(int src, uint32_t id, uint64_t offset,
+                                              const char *p, size_t len))
+{
+    on_message = message;
+    on_bulk = bulk;
+}
 static int nfwds;
 static struct zmsg **assembling; /* world rank -> its message being assembled */
 static struct bulk *bulk_head, *bulk_tail; /* with bytes not yet given to a frame */
@@ -276,7 +287,7 @@ static void frame_arrived(int src, const char *p, size_t len)
         p += sizeof m->h;
         len -= sizeof m->h;
         if (m->h.kind == ZMSG_RTS || m->h.kind == ZMSG_CREDIT) { /* no data follow */
-            ist_zip_message_arrived(m);
+            on_message(m);
             return;
         }
         m->data = malloc(m->h.bytes ? m->h.bytes : 1);
@@ -288,7 +299,7 @@ static void frame_arrived(int src, const char *p, size_t len)
     m->got += len;
     if (m->got == m->h.bytes) {
         assembling[src] = NULL;
-        ist_zip_message_arrived(m);
+        on_message(m);
     } else {
         assembling[src] = m;
     }
@@ -351,7 +362,7 @@ static void read_forwarder(struct forwarder *f)
                 } else {
                     size_t want = f->hdr.len - f->payload_got;
                     take = want < left ? want : left;
-                    ist_zip_bulk_arrived((int)f->hdr.src, f->bhdr.id,
+                    on_bulk((int)f->hdr.src, f->bhdr.id,
                                          f->bhdr.offset + (f->payload_got - sizeof f->bhdr), p, take);
                     f->payload_got += take;
                 }

@@ -22,33 +22,12 @@
 
 #include "zip.h"
 #include "zip_engine.h"
-#include "zip_wire.h"
+#include "wire.h"
 
 #define CONNECT_SECONDS 60
 #define READY_SECONDS 300 /* every rank of every site must have started by then */
 #define MAX_FORWARDERS 64
 
-int ist_zip_active;
-
-static struct ist_zcomm *comms[256];
-static int ncomms;
-
-struct ist_zcomm *ist_zip_comm(MPI_Comm handle)
-{
-    for (int i = 0; i < ncomms; i++)
-        if (comms[i]->handle == handle) return comms[i];
-    return NULL;
-}
-
-void ist_zip_refuse(const char *call, const char *why)
-{
-    ist_zip_fatal("%s %s: not carried across the zipper yet (docs/zipper.md says what is)", call, why);
-}
-
-void ist_zip_native_only(MPI_Comm comm, const char *call)
-{
-    if (ist_zip_comm(comm)) ist_zip_refuse(call, "on a communicator that spans sites");
-}
 
 static double now(void)
 {
@@ -158,7 +137,7 @@ void ist_zip_init(void)
 {
     const char *sites = getenv("ISTHMUS_ZIP_SITES");
     if (!sites || !*sites) return;
-    ist_zip_active = 1;
+    ist_multi_site = 1;
     const char *site = getenv("ISTHMUS_ZIP_SITE"), *forwarders = getenv("ISTHMUS_ZIP_FORWARDERS");
     if (!site || !forwarders || !*forwarders)
         ist_zip_fatal("ISTHMUS_ZIP_SITES is set without ISTHMUS_ZIP_SITE and ISTHMUS_ZIP_FORWARDERS");
@@ -200,6 +179,7 @@ void ist_zip_init(void)
     }
     ist_zip_engine_start(addrs, nf);
     ist_zip_credit_init();
+    ist_zip_on_progress(ist_zip_schedules_progress);
 
     int *identity = malloc(sizeof *identity * (size_t)ist_zip.world_size);
     for (int w = 0; w < ist_zip.world_size; w++) identity[w] = w;
@@ -209,7 +189,7 @@ void ist_zip_init(void)
     PMPI_Comm_dup(MPI_COMM_WORLD, &coll_local);
     world->coll = new_comm(MPI_COMM_NULL, coll_local, 1, ist_zip.world_size, ist_zip.world_rank, identity);
     free(identity);
-    comms[ncomms++] = world;
+    ist_zip_comms_add(world);
 }
 
 /* Contexts of new communicators: a block from a counter of one member (the parent's
@@ -232,13 +212,11 @@ int ist_zip_register(MPI_Comm native, uint64_t context, int n, int me, const int
     for (int i = 0; i < n; i++) sites |= ist_zip.site_of[world[i]] != ist_zip.site ? 2 : 1;
     *newcomm = native;
     if (sites != 3) return MPI_SUCCESS; /* all in this site: the native one is the whole */
-    if (ncomms == (int)(sizeof comms / sizeof *comms))
-        ist_zip_refuse("A new communicator", "beyond 256 that span sites");
     struct ist_zcomm *z = new_comm(native, native, context, n, me, world);
     MPI_Comm coll_local;
     PMPI_Comm_dup(native, &coll_local);
     z->coll = new_comm(MPI_COMM_NULL, coll_local, context + 1, n, me, world);
-    comms[ncomms++] = z;
+    ist_zip_comms_add(z);
     return MPI_SUCCESS;
 }
 
@@ -299,11 +277,10 @@ static void free_arrays(struct ist_zcomm *c)
 int ist_zip_free_comm(struct ist_zcomm *c)
 {
     if (c->handle == MPI_COMM_WORLD) return MPI_ERR_COMM;
-    for (int i = 0; i < ncomms; i++)
-        if (comms[i] == c) comms[i] = comms[--ncomms];
+    ist_zip_comms_remove(c);
     PMPI_Comm_free(&c->coll->local);
     PMPI_Comm_free(&c->local);
-    ist_zip_free_topo(c->topo);
+    if (c->topo) c->free_topo(c->topo);
     free_arrays(c->coll);
     free_arrays(c);
     return MPI_SUCCESS;
@@ -311,7 +288,7 @@ int ist_zip_free_comm(struct ist_zcomm *c)
 
 void ist_zip_finalize(void)
 {
-    if (!ist_zip_active) return;
+    if (!ist_multi_site) return;
     /* Everything queued leaves first (acknowledgements of synchronous sends too). */
     for (int tries = 0; !ist_zip_engine_flushed(); tries++) {
         ist_zip_progress();
@@ -324,14 +301,14 @@ void ist_zip_finalize(void)
         shutdown(fd, SHUT_WR);
         close(fd);
     }
-    ist_zip_active = 0;
+    ist_multi_site = 0;
 }
 
 /* ---- calls that need only the communicator ---------------------------------------- */
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
-    struct ist_zcomm *c = ist_zip_active ? ist_zip_comm(comm) : NULL;
+    struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
     if (!c) return PMPI_Comm_rank(comm, rank);
     *rank = c->rank;
     return MPI_SUCCESS;
@@ -339,7 +316,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
 
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
-    struct ist_zcomm *c = ist_zip_active ? ist_zip_comm(comm) : NULL;
+    struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
     if (!c) return PMPI_Comm_size(comm, size);
     *size = c->size;
     return MPI_SUCCESS;
@@ -350,7 +327,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
 #define NATIVE_ONLY(name, params, args, comm)                       \
     int MPI_##name params                                           \
     {                                                               \
-        if (ist_zip_active) ist_zip_native_only(comm, "MPI_" #name); \
+        if (ist_multi_site) ist_zip_native_only(comm, "MPI_" #name); \
         return PMPI_##name args;                                    \
     }
 
@@ -398,7 +375,7 @@ IST_ZIP_FORTRAN(mpi_comm_compare, MPI_COMM_COMPARE, (MPI_Fint *, MPI_Fint *, MPI
 /* Comm_compare: congruent when the same world ranks in the same order. */
 int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result)
 {
-    struct ist_zcomm *x = ist_zip_active ? ist_zip_comm(a) : NULL, *y = ist_zip_active ? ist_zip_comm(b) : NULL;
+    struct ist_zcomm *x = ist_multi_site ? ist_zip_comm(a) : NULL, *y = ist_multi_site ? ist_zip_comm(b) : NULL;
     if (!x && !y) return PMPI_Comm_compare(a, b, result);
     *result = MPI_UNEQUAL;
     if (a == b) *result = MPI_IDENT;

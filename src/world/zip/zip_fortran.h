@@ -1,4 +1,4 @@
-/* Fortran entries written by hand for the calls src/zip answers itself outside the
+/* Fortran entries written by hand for the calls src/world/zip answers itself outside the
  * generated list (communicator size and rank, groups, topologies). Open MPI's Fortran
  * calls PMPI_X past the C functions, so under Open MPI these convert the arguments and
  * call the C MPI_X; MPICH's Fortran calls the C MPI_X by itself and needs none. Fortran

@@ -41,4 +41,12 @@ static inline struct ist_clock_ref ist_clock_now(void)
  * that the rate of a very short run is still accurate to about 0.1%. */
 double ist_clock_rate(struct ist_clock_ref start, uint64_t min_ns);
 
+/* Time dilation (time_dilation.c): the factor K in force (1: none); CLOCK_MONOTONIC in
+ * microseconds, virtual time when dilated; and the machine's own time, for what is about
+ * this machine rather than the emulated platform. */
+double ist_dilation(void);
+double ist_now_us(void);
+uint64_t ist_real_now_ns(void);
+void ist_real_nanosleep(long ns);
+
 #endif

@@ -9,9 +9,9 @@
  * (and the MPI sets the variable to MPI_REQUEST_NULL), the home goes back in its place. */
 #include <stdlib.h>
 
-#include "layer.h"
+#include "world.h"
 #include "zip.h"
-#include "zip_calls.h"
+#include "world_calls.h"
 #include "zip_engine.h"
 
 struct persistent {
@@ -41,31 +41,31 @@ static int make(void *buf, int count, MPI_Datatype type, int peer, int tag, MPI_
     return 1;
 }
 
-int ist_zip_Send_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+int ist_span_Send_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                       MPI_Comm comm, MPI_Request *request, int *rc)
 {
     return make((void *)buf, count, type, dest, tag, comm, request, 1, 0, rc);
 }
 
-int ist_zip_Ssend_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+int ist_span_Ssend_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                        MPI_Comm comm, MPI_Request *request, int *rc)
 {
     return make((void *)buf, count, type, dest, tag, comm, request, 1, 1, rc);
 }
 
-int ist_zip_Bsend_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+int ist_span_Bsend_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                        MPI_Comm comm, MPI_Request *request, int *rc)
 {
     return make((void *)buf, count, type, dest, tag, comm, request, 1, 0, rc);
 }
 
-int ist_zip_Rsend_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+int ist_span_Rsend_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                        MPI_Comm comm, MPI_Request *request, int *rc)
 {
     return make((void *)buf, count, type, dest, tag, comm, request, 1, 0, rc);
 }
 
-int ist_zip_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag,
+int ist_span_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag,
                       MPI_Comm comm, MPI_Request *request, int *rc)
 {
     return make(buf, count, type, source, tag, comm, request, 0, 0, rc);
@@ -95,7 +95,7 @@ static int start(struct persistent *p, MPI_Request *request)
     return rc;
 }
 
-int ist_zip_Start(MPI_Request *request, int *rc)
+int ist_span_Start(MPI_Request *request, int *rc)
 {
     struct persistent *p = by_home(*request);
     if (!p) return 0;
@@ -103,7 +103,7 @@ int ist_zip_Start(MPI_Request *request, int *rc)
     return 1;
 }
 
-int ist_zip_Startall(int count, MPI_Request requests[], int *rc)
+int ist_span_Startall(int count, MPI_Request requests[], int *rc)
 {
     if (!all) return 0;
     *rc = MPI_SUCCESS;
@@ -149,47 +149,47 @@ static void restore(int n, MPI_Request requests[], struct persistent **was)
     restore(n, requests, was);                             \
     return 1
 
-int ist_zip_Wait(MPI_Request *request, MPI_Status *status, int *rc)
+int ist_span_Wait(MPI_Request *request, MPI_Status *status, int *rc)
 {
     AROUND(1, request, ist_sleepwait_Wait(request, status));
 }
 
-int ist_zip_Waitall(int count, MPI_Request requests[], MPI_Status statuses[], int *rc)
+int ist_span_Waitall(int count, MPI_Request requests[], MPI_Status statuses[], int *rc)
 {
     AROUND(count, requests, ist_sleepwait_Waitall(count, requests, statuses));
 }
 
-int ist_zip_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status, int *rc)
+int ist_span_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status, int *rc)
 {
     AROUND(count, requests, ist_sleepwait_Waitany(count, requests, index, status));
 }
 
-int ist_zip_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+int ist_span_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                      MPI_Status statuses[], int *rc)
 {
     AROUND(incount, requests, ist_sleepwait_Waitsome(incount, requests, outcount, indices, statuses));
 }
 
-int ist_zip_Test(MPI_Request *request, int *flag, MPI_Status *status, int *rc)
+int ist_span_Test(MPI_Request *request, int *flag, MPI_Status *status, int *rc)
 {
     ist_zip_progress();
     AROUND(1, request, PMPI_Test(request, flag, status));
 }
 
-int ist_zip_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[], int *rc)
+int ist_span_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[], int *rc)
 {
     ist_zip_progress();
     AROUND(count, requests, PMPI_Testall(count, requests, flag, statuses));
 }
 
-int ist_zip_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status,
+int ist_span_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status,
                     int *rc)
 {
     ist_zip_progress();
     AROUND(count, requests, PMPI_Testany(count, requests, index, flag, status));
 }
 
-int ist_zip_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+int ist_span_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                      MPI_Status statuses[], int *rc)
 {
     ist_zip_progress();
@@ -197,7 +197,7 @@ int ist_zip_Testsome(int incount, MPI_Request requests[], int *outcount, int ind
 }
 
 /* Freeing a persistent request: its home, and the operation under way goes on alone. */
-int ist_zip_Request_free(MPI_Request *request, int *rc)
+int ist_span_Request_free(MPI_Request *request, int *rc)
 {
     *rc = MPI_SUCCESS;
     for (struct persistent **pp = &all; *pp; pp = &(*pp)->next) {
