@@ -81,7 +81,14 @@ TWINS = {
     "collectives/latency-dilated": "collectives/latency-dilated-2x",
     "zipper/p2p-dilated": "zipper/p2p-dilated-2x",
     "model/bcast-dilated": "model/bcast-dilated-2x",
+    "zipper/p2p-dilated-8": "zipper/p2p-dilated-16",
 }
+
+
+def _at(res: dict[str, Any]) -> str:
+    """The dilation an experiment ran at, as a column names it."""
+    k = str(res["header"].get("dilate"))
+    return {"auto": "auto", "auto*2": "2 x auto"}.get(k) or f"K = {float(k):g}"
 
 
 def _key(row: dict[str, Any]) -> str:
@@ -118,7 +125,8 @@ def block_convergence(res: dict[str, Any]) -> str:
         return results.missing(twin)
     body = [[what, f"{a:.1f}", f"{b:.1f}", f"{b / a:.3f}"]
             for what, a, b in convergence_rows(res, more)]  # fmt: skip
-    head = ["row", "at auto", "at 2 x auto", "2 x auto / auto"]
+    at, more_at = _at(res), _at(more)
+    head = ["row", f"at {at}", f"at {more_at}", f"{more_at} / {at}"]
     return table(head, body, right_from=1) + "\n" + made_by(res) + "\n" + made_by(more) + "\n"
 
 
