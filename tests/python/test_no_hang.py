@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MPIS, PLATFORMS, TWO_CLUSTERS, Run
+from isthmus.launch import backtraces
 
 ZIPPER = PLATFORMS / "zipper.toml"
 PLACEMENTS = ("block", "round-robin")
@@ -102,3 +103,16 @@ def test_a_timeout_shows_where_every_rank_is(
     stacks = Path(done.stderr.split("every thread's stack: ")[1].split(")")[0])
     assert "==== rank 3 on west1" in stacks.read_text()
     stacks.unlink()
+
+
+def test_a_backtrace_summary_names_the_mpi_call_and_its_caller() -> None:
+    """Inlined twins once; an MPI entry deeper than the innermost frames shown, with its
+    caller, after '...'."""
+    inner = ["nanosleep", "ist_world_idle", "ist_world_idle", "ist_sleep_until_done"]
+    frames = [*inner, "ist_sleepwait_Recv", "ist_own_Recv", "ist_own_Recv", "a", "b", "c"]
+    frames += ["d", "MPI_Recv", "main", "__libc_start_call_main"]
+    assert backtraces.summary(frames) == (
+        "nanosleep < ist_world_idle < ist_sleep_until_done < ist_sleepwait_Recv < ist_own_Recv"
+        " < a < b < c < ... < MPI_Recv < main"
+    )
+    assert backtraces.summary(["x", "MPI_Barrier", "main"]) == "x < MPI_Barrier < main"

@@ -86,11 +86,18 @@ def dump(status_dir: Path, out: Path, host_prefix: str = "") -> list[str]:
             for p, s in zip(procs, stacks, strict=True)
         )
     )
-    lines = []
-    for p, s in zip(procs, stacks, strict=True):
-        frames = main_thread_frames(s)
-        shown = " < ".join(frames[:SUMMARY_FRAMES]) + (
-            " < ..." if len(frames) > SUMMARY_FRAMES else ""
-        )
-        lines.append(f"{p.name(host_prefix)}: {shown or s}")
-    return lines
+    return [f"{p.name(host_prefix)}: {summary(main_thread_frames(s)) or s}"
+            for p, s in zip(procs, stacks, strict=True)]  # fmt: skip
+
+
+def summary(frames: list[str]) -> str:
+    """The innermost frames, each inlined twin once; when the application's MPI call lies
+    deeper, it and its caller too: "a < b < ... < MPI_Recv < main"."""
+    frames = [f for i, f in enumerate(frames) if i == 0 or f != frames[i - 1]]
+    shown = frames[:SUMMARY_FRAMES]
+    entries = [i for i, f in enumerate(frames) if re.match(r"(P?MPI_|p?mpi_)", f)]
+    if entries and entries[-1] >= SUMMARY_FRAMES:
+        shown += ["...", *frames[entries[-1] : entries[-1] + 2]]
+    elif len(frames) > SUMMARY_FRAMES:
+        shown.append("...")
+    return " < ".join(shown)
