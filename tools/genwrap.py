@@ -26,7 +26,8 @@ a communicator argument ends the run with a message naming it when that communic
 sites, rather than let the native MPI answer for one site alone.
 
 A blocking collective first tries its WAN-aware form (src/coll, declared in the generated
-hier_calls.h), which may decline; then, on a communicator spanning sites, src/world's.
+hier_calls.h), which may decline; with several sites, then src/world's on a communicator
+spanning them (that path is not profiled: the profiler is off with several sites).
 A blocking C function also gets a sleeping form for oversubscribed runs (src/world/wait.c):
 when its nonblocking twin MPI_IX takes the same arguments plus a request (or a request
 in place of the status), the form starts MPI_IX and waits by testing and sleeping; the
@@ -272,9 +273,10 @@ def gen_c_wrapper(f: Function, by_name: dict[str, Function]) -> str:
         "    }\n"
     )
     hier = ""
+    zip_ = ""
     if f.group == "coll":
-        # WAN-aware collectives (src/coll): the hierarchical algorithm, unless it declines;
-        # then, on a communicator spanning sites, src/world's.
+        # WAN-aware collectives (src/coll): the hierarchical algorithm, unless it declines.
+        # With several sites (not profiled), then src/world's for a spanning communicator.
         hier = f"""
 static inline int ist_coll_{f.name[4:]}({decl})
 {{
@@ -282,11 +284,27 @@ static inline int ist_coll_{f.name[4:]}({decl})
         const int ist_h = ist_hier_{f.name[4:]}({f.arg_names()});
         if (ist_h != IST_HIER_DECLINED) return ist_h;
     }}
-{span if f.name in ZIP_CALLS else ""}    return {call};
+    return {call};
 }}
 """
+        if f.name in ZIP_CALLS:
+            hier += f"""
+static int ist_sites_{f.name[4:]}({decl})
+{{
+    if (ist_hier_enabled) {{
+        const int ist_h = ist_hier_{f.name[4:]}({f.arg_names()});
+        if (ist_h != IST_HIER_DECLINED) return ist_h;
+    }}
+    int ist_zrc;
+    if (ist_span_{f.name[4:]}({f.arg_names()}, &ist_zrc)) return ist_zrc;
+    return {call};
+}}
+"""
+            zip_ = (
+                "    if (__builtin_expect(ist_multi_site, 0)) "
+                f"return ist_sites_{f.name[4:]}({f.arg_names()});\n"
+            )
         call = f"ist_coll_{f.name[4:]}({f.arg_names()})"
-    zip_ = ""
     comms = [p.name for p in f.params if p.base == "MPI_Comm" and "*" not in p.ctype]
     if f.name in ZIP_CALLS and f.group != "coll":
         zip_ = span
