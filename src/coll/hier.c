@@ -145,11 +145,11 @@ void ist_hier_init(MPI_Comm world)
 static void free_hier(struct ist_hier *h)
 {
     if (!h->single) {
-        ist_world_free(&h->local);
+        ist_world_free(&h->cluster_comm);
         ist_world_free(&h->comm);
     }
     free(h->cluster_of);
-    free(h->local_rank);
+    free(h->cluster_rank);
     free(h->first);
     free(h->count);
     free(h->member_start);
@@ -193,7 +193,7 @@ static struct ist_hier *build(MPI_Comm comm)
     h->size = info->size;
     h->rank = info->rank;
     h->cluster_of = malloc((size_t)h->size * sizeof(int));
-    h->local_rank = malloc((size_t)h->size * sizeof(int));
+    h->cluster_rank = malloc((size_t)h->size * sizeof(int));
     h->first = malloc((size_t)h->size * sizeof(int));
     h->count = calloc((size_t)h->size, sizeof(int));
     h->member_start = malloc((size_t)h->size * sizeof(int));
@@ -217,7 +217,7 @@ static struct ist_hier *build(MPI_Comm comm)
             h->first[h->nclusters++] = r;
         }
         int c = h->cluster_of[r] = number[wc];
-        h->local_rank[r] = h->count[c]++;
+        h->cluster_rank[r] = h->count[c]++;
     }
     free(number);
     for (int c = 0, off = 0; c < h->nclusters; off += h->count[c], c++) h->member_start[c] = off;
@@ -247,7 +247,7 @@ static struct ist_hier *build(MPI_Comm comm)
         /* when comm spans sites h->comm does too, and our messages on it go through the
          * forwarders; each cluster's part lies in one site and is native */
         ist_world_dup(comm, &h->comm);
-        ist_world_split(comm, h->my_cluster, h->rank, &h->local);
+        ist_world_split(comm, h->my_cluster, h->rank, &h->cluster_comm);
     }
     return h;
 }
@@ -456,7 +456,7 @@ long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype typ
 
 int ist_hier_leave(int rc)
 {
-    if (rc != IST_HIER_DECLINED) ist_wan_calls++;
+    if (rc != IST_WAN_DECLINED) ist_wan_calls++;
     ist_in_hier = 0;
     return rc;
 }

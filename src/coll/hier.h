@@ -7,8 +7,8 @@
  * communicator and between clusters with point-to-point messages between one rank per
  * cluster, so that every item crosses each wide-area link at most once.
  *
- * The generated wrappers call ist_hier_<Name> (declared in hier_calls.h, generated from
- * src/layer/mpi_functions.txt); it returns IST_HIER_DECLINED when the native collective
+ * The generated wrappers call ist_hier_<Name> (declared in wan_calls.h, generated from
+ * src/layer/mpi_functions.txt); it returns IST_WAN_DECLINED when the native collective
  * should run instead: the selector is off for it or predicts the MPI's own faster
  * (coll_cost.h), the communicator is an intercommunicator or lies in one cluster, or the
  * case is one the algorithm does not cover (for example a non-commutative operation over
@@ -27,7 +27,7 @@
 #include "own_calls.h"
 #include "world.h"
 
-#define IST_HIER_DECLINED (-12345)
+#define IST_WAN_DECLINED (-12345)
 
 /* A communicator given this name (MPI_Comm_set_name) before its first collective keeps
  * the MPI library's own collectives. */
@@ -57,12 +57,12 @@ struct ist_shape_entry {
 struct ist_hier {
     int single;          /* all ranks in one cluster (or an intercommunicator): native */
     MPI_Comm comm;       /* private duplicate: our point-to-point messages */
-    MPI_Comm local;      /* this rank's cluster, ranks in communicator order */
+    MPI_Comm cluster_comm; /* this rank's cluster, ranks in communicator order */
     int size, rank;
     int nclusters;       /* clusters present, numbered by their lowest rank */
     int my_cluster;
     int *cluster_of;     /* rank -> cluster */
-    int *local_rank;     /* rank -> its rank in its cluster's communicator */
+    int *cluster_rank;   /* rank -> its rank in its cluster's communicator */
     int *first;          /* cluster -> its lowest rank (its coordinator) */
     int *count;          /* cluster -> number of ranks */
     int *member_start;   /* cluster -> offset into members */

@@ -186,7 +186,7 @@ static const char *wan_aware(struct ist_sched *s, enum ist_coll_id id, long b,
 
 /* Allreduce: the cluster reduce, then coordinators exchange the whole vector ("direct")
  * or reduce-scatter and allgather it among themselves ("split"), then the cluster
- * broadcast; the layer takes the cheaper exchange (coll_allreduce.c). */
+ * broadcast; the layer takes the cheaper exchange (src/coll/allreduce/allreduce.c). */
 static double allreduce_wan_aware(long b, struct ist_mpi f, const struct clusters *c,
                                   const struct ist_plogp *p, const struct ist_layout *l)
 {
@@ -209,7 +209,7 @@ static double allreduce_wan_aware(long b, struct ist_mpi f, const struct cluster
     return best;
 }
 
-/* Gather and Scatter linear in eager segments (coll_linear.c): every block straight
+/* Gather and Scatter linear in eager segments (src/coll/gather/gather_linear.c, scatter/scatter_linear.c): every block straight
  * between its rank and the root, all at once, none waiting for a rendezvous up to the
  * flood bound of its wide-area link (IST_LINEAR_FLOOD), one message above it. */
 static double linear_eager(enum ist_coll_id base, long b, struct ist_mpi f,
@@ -220,7 +220,7 @@ static double linear_eager(enum ist_coll_id base, long b, struct ist_mpi f,
     struct ist_sched s;
     sched_init(&s, f);
     /* the root scatters the blocks that move whole first, then the segments, as
-     * coll_linear.c does (a gather's blocks leave from different ranks: one pass) */
+     * gather_linear.c does (a gather's blocks leave from different ranks: one pass) */
     const int passes = base == IST_COLL_SCATTER ? 2 : 1;
     for (int pass = 0; pass < passes; pass++)
         for (int r = 1; r < l->size; r++) {

@@ -49,45 +49,28 @@
 
 #include "event_heap.h"
 #include "link_model.h"
+#include "router.h"
 
-#define MAX_HOSTS 1024
-#define MAX_LINKS 8192
-#define MAX_HOPS 8
-#define MAX_PACKET 65536
-#define READ_BATCH 64
-
-struct route {
-    int nhops; /* -1: no route */
-    uint16_t hops[MAX_HOPS];
-};
-
-struct host {
-    char netns[128];
-    uint8_t addr[4];
-    int fd;
-    uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, unroutable, tx_drops;
-};
-
-static struct host hosts[MAX_HOSTS];
-static int nhosts;
-static struct link links[MAX_LINKS];
-static int nlinks;
+struct host hosts[MAX_HOSTS];
+int nhosts;
+struct link links[MAX_LINKS];
+int nlinks;
 static struct route *routes; /* nhosts x nhosts */
 static int16_t host_by_addr[256][256];
-static char control_path[108];
-static struct event_heap heap;
-static volatile sig_atomic_t stopping;
-static uint64_t start_ns, non_ipv4;
+char control_path[108];
+struct event_heap heap;
+volatile sig_atomic_t stopping;
+uint64_t start_ns, non_ipv4;
 /* How late packets reach their destination device after their due time: the router's own
  * contribution to delay errors. */
-static uint64_t late_count, late_sum_ns, late_max_ns;
+uint64_t late_count, late_sum_ns, late_max_ns;
 /* A timed sleep on a virtual machine wakes up 100-300 us late, which alone would miss the
  * RTT target: the loop sleeps until spin_ns before the next packet is due and polls from
  * there (config "spin_ns N"; 0 to always sleep). */
 static uint64_t spin_ns = 200000;
 #define ROUTER_NICE (-10)
 #define ROUTER_FIFO_PRIORITY 10
-static double dilation = 1.0;
+double dilation = 1.0;
 static int sched_fifo = 0;
 static uint64_t epoch_ns; /* real time at which virtual time equals real time */
 
@@ -99,7 +82,7 @@ static uint64_t real_now_ns(void)
 }
 
 /* Virtual time: real time from the epoch, divided by the dilation factor. */
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
     uint64_t real = real_now_ns();
     if (dilation == 1.0) return real;
@@ -112,7 +95,7 @@ static uint64_t real_of(uint64_t virtual_ns)
     return epoch_ns + (uint64_t)((double)(virtual_ns - epoch_ns) * dilation);
 }
 
-static void die(const char *fmt, const char *arg)
+void die(const char *fmt, const char *arg)
 {
     fprintf(stderr, "isthmus-router: ");
     fprintf(stderr, fmt, arg);
@@ -331,120 +314,6 @@ static int arm_timer(int tfd)
     return -1;
 }
 
-/* ---- control ------------------------------------------------------------------------ */
-
-static void reply_stats(FILE *out)
-{
-    uint64_t now = now_ns();
-    fprintf(out,
-            "{\"uptime_s\": %.3f, \"dilation\": %g, \"nice\": %d, \"sched\": \"%s\", "
-            "\"pending_packets\": %zu, \"non_ipv4_packets\": %llu, "
-            "\"timed_packets\": %llu, \"late_mean_ns\": %.0f, \"late_max_ns\": %llu, \"links\": [",
-            (double)(now - start_ns) * 1e-9, dilation, getpriority(PRIO_PROCESS, 0),
-            sched_getscheduler(0) == SCHED_FIFO ? "fifo" : "other", heap.n,
-            (unsigned long long)non_ipv4,
-            (unsigned long long)late_count, late_count ? (double)late_sum_ns / (double)late_count : 0.0,
-            (unsigned long long)late_max_ns);
-    for (int i = 0; i < nlinks; i++) {
-        const struct link *l = &links[i];
-        fprintf(out,
-                "%s\n  {\"name\": \"%s\", \"latency_ns\": %llu, \"rate\": %.1f, \"jitter_ns\": %llu, "
-                "\"dist\": \"%s\", \"reorder\": %d, \"queue\": %llu, \"loss\": %g, \"loss_burst\": %g, "
-                "\"packets\": %llu, \"bytes\": %llu, \"queue_drops\": %llu, \"losses\": %llu, "
-                "\"backlog\": %llu, \"max_backlog\": %llu}",
-                i ? "," : "", l->name, (unsigned long long)l->p.latency_ns, l->p.rate_bytes_per_s,
-                (unsigned long long)l->p.jitter_ns, l->p.dist == JITTER_NORMAL ? "normal" : "uniform",
-                l->p.reorder, (unsigned long long)l->p.queue_bytes, l->p.loss, l->p.loss_burst,
-                (unsigned long long)l->c.packets, (unsigned long long)l->c.bytes,
-                (unsigned long long)l->c.queue_drops, (unsigned long long)l->c.losses,
-                (unsigned long long)link_backlog(l, now), (unsigned long long)l->c.max_backlog_bytes);
-    }
-    fputs("\n], \"hosts\": [", out);
-    for (int i = 0; i < nhosts; i++) {
-        const struct host *h = &hosts[i];
-        fprintf(out,
-                "%s\n  {\"netns\": \"%s\", \"address\": \"198.18.%u.%u\", \"rx_packets\": %llu, "
-                "\"rx_bytes\": %llu, \"tx_packets\": %llu, \"tx_bytes\": %llu, \"unroutable\": %llu, "
-                "\"tx_drops\": %llu}",
-                i ? "," : "", h->netns, h->addr[2], h->addr[3], (unsigned long long)h->rx_packets,
-                (unsigned long long)h->rx_bytes, (unsigned long long)h->tx_packets,
-                (unsigned long long)h->tx_bytes, (unsigned long long)h->unroutable,
-                (unsigned long long)h->tx_drops);
-    }
-    fputs("\n]}\n", out);
-}
-
-static void command_set(char *args, FILE *out)
-{
-    char *save = NULL, *name = strtok_r(args, " \t", &save);
-    struct link *l = NULL;
-    for (int i = 0; name && i < nlinks; i++)
-        if (strcmp(links[i].name, name) == 0) l = &links[i];
-    if (!l) {
-        fprintf(out, "error: no link named '%s'\n", name ? name : "");
-        return;
-    }
-    struct link_params p = l->p;
-    for (char *kv = strtok_r(NULL, " \t", &save); kv; kv = strtok_r(NULL, " \t", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq) {
-            fprintf(out, "error: expected key=value, got '%s'\n", kv);
-            return;
-        }
-        *eq = '\0';
-        if (link_set(&p, kv, eq + 1) != 0) {
-            fprintf(out, "error: bad setting %s=%s\n", kv, eq + 1);
-            return;
-        }
-    }
-    l->p = p; /* all or nothing */
-    fputs("ok\n", out);
-}
-
-static void serve_control(int lfd)
-{
-    int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (c < 0) return;
-    struct timeval tv = {1, 0};
-    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char line[1024];
-    ssize_t n = 0, r;
-    while (n < (ssize_t)sizeof line - 1 && (r = read(c, line + n, sizeof line - 1 - (size_t)n)) > 0) {
-        n += r;
-        if (memchr(line, '\n', (size_t)n)) break;
-    }
-    line[n > 0 ? n : 0] = '\0';
-    line[strcspn(line, "\r\n")] = '\0';
-    FILE *out = fdopen(c, "w");
-    if (!out) {
-        close(c);
-        return;
-    }
-    if (strcmp(line, "stats") == 0) reply_stats(out);
-    else if (strncmp(line, "set ", 4) == 0) command_set(line + 4, out);
-    else if (strcmp(line, "ping") == 0) fputs("pong\n", out);
-    else if (strcmp(line, "shutdown") == 0) {
-        fputs("ok\n", out);
-        stopping = 1;
-    } else fprintf(out, "error: unknown command '%s' (stats, set, ping, shutdown)\n", line);
-    fclose(out);
-}
-
-static int listen_control(void)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", control_path);
-    unlink(control_path);
-    mode_t old = umask(0177); /* the socket is created with mode 0600 */
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    umask(old);
-    if (rc != 0 || listen(fd, 16) != 0) die("cannot listen on %s", control_path);
-    return fd;
-}
-
 static void on_signal(int sig)
 {
     (void)sig;
@@ -486,7 +355,7 @@ int main(int argc, char **argv)
 
     int ep = epoll_create1(EPOLL_CLOEXEC);
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    int lfd = listen_control();
+    int lfd = router_listen_control();
     struct epoll_event ev = {.events = EPOLLIN};
     for (int i = 0; i < nhosts; i++) {
         ev.data.u32 = (uint32_t)i;
@@ -515,7 +384,7 @@ int main(int argc, char **argv)
                 uint64_t expirations;
                 if (read(tfd, &expirations, sizeof expirations) < 0) { /* spurious */
                 }
-            } else serve_control(lfd);
+            } else router_serve_control(lfd);
         }
         run_due(now_ns());
         timeout = arm_timer(tfd);

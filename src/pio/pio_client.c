@@ -1,6 +1,5 @@
-/* pio's client side: roles and settings (pio_init), files (open, close, flush, size), and
- * reads and writes planned over the servers (pio_layout.c) and scheduled
- * (pio_schedule.c). Every wait for a server has a deadline: a server that stops answering
+/* pio's client side: roles and settings (pio_init), files (open, close, flush, size);
+ * reads and writes planned over the servers and scheduled are in pio_transfer.c. Every wait for a server has a deadline: a server that stops answering
  * is an error after the timeout, never a hang. */
 #include <errno.h>
 #include <stdarg.h>
@@ -11,19 +10,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "pio_client.h"
 #include "pio_layout.h"
 #include "pio_protocol.h"
 #include "pio_server.h"
 #include "units.h"
 
-struct pio_file {
-    pio_ctx *ctx;
-    int id, flags;
-    char name[256];
-    struct pio_layout layout;
-    struct pio_view view;
-    int64_t known_size; /* at least the file's size: at open, after own writes, at the last stat */
-};
 
 static const char *const strategy_names[PIO_STRATEGIES] = {"default", "first", "random", "hash", "window"};
 
@@ -166,7 +158,7 @@ int pio_set_schedule(pio_ctx *c, int strategy, int64_t block)
 }
 
 /* Every rank of comm returns the lowest code any rank had, with that rank's message. */
-static int agree(MPI_Comm comm, int rc)
+int pio_agree(MPI_Comm comm, int rc)
 {
     int me, in[2], out[2];
     MPI_Comm_rank(comm, &me);
@@ -212,7 +204,7 @@ int pio_init(MPI_Comm comm, const struct pio_options *o, pio_ctx **out, MPI_Comm
     c->server_index = c->client_index = -1;
     int rc = configure(c, o);
     if (rc == PIO_OK && c->server_index >= 0) rc = prepare_directory(c);
-    rc = agree(c->comm, rc);
+    rc = pio_agree(c->comm, rc);
     if (rc) {
         MPI_Comm_free(&c->comm);
         free_ctx(c);
@@ -235,17 +227,9 @@ int pio_init(MPI_Comm comm, const struct pio_options *o, pio_ctx **out, MPI_Comm
 
 /* ---- waiting with a deadline --------------------------------------------------------- */
 
-/* Back off from testing to short sleeps: the servers and clients share cores here. */
-static void nap(int *spins)
-{
-    if (++*spins < 64) return;
-    struct timespec ts = {0, *spins < 2000 ? 2000 : 50000};
-    nanosleep(&ts, NULL);
-}
-
 /* After a server failed to answer: its requests are cancelled and released, and their
  * buffers must stay allocated (MPI may still touch them); the context is unusable now. */
-static void abandon(MPI_Request *r, int n)
+void pio_abandon(MPI_Request *r, int n)
 {
     for (int i = 0; i < n; i++)
         if (r[i] != MPI_REQUEST_NULL) {
@@ -255,7 +239,7 @@ static void abandon(MPI_Request *r, int n)
 }
 
 /* Waits for one of n requests; *index gets which. who[i] names request i's server. */
-static int wait_any(const struct pio_ctx *c, int n, MPI_Request *r, const int *who, int *index, MPI_Status *st)
+int pio_wait_any(const struct pio_ctx *c, int n, MPI_Request *r, const int *who, int *index, MPI_Status *st)
 {
     double since = MPI_Wtime();
     int spins = 0;
@@ -270,7 +254,7 @@ static int wait_any(const struct pio_ctx *c, int n, MPI_Request *r, const int *w
             return pio_fail(PIO_ETIMEDOUT, "pio: I/O server %d (rank %d) did not answer within %g s", s,
                             s >= 0 ? c->servers[s] : -1, c->timeout);
         }
-        nap(&spins);
+        pio_nap(&spins);
     }
 }
 
@@ -300,11 +284,11 @@ static int ask_servers(const struct pio_ctx *c, struct pio_msg req, const void *
     for (;;) {
         int i;
         MPI_Status st;
-        rc = wait_any(c, 2 * n, r, who, &i, &st);
+        rc = pio_wait_any(c, 2 * n, r, who, &i, &st);
         if (rc || i == MPI_UNDEFINED) break;
     }
     if (rc) {
-        abandon(r, 2 * n); /* msg and the replies stay allocated: MPI may still use them */
+        pio_abandon(r, 2 * n); /* msg and the replies stay allocated: MPI may still use them */
         free(r), free(who);
         return rc;
     }
@@ -312,7 +296,7 @@ static int ask_servers(const struct pio_ctx *c, struct pio_msg req, const void *
     return rc;
 }
 
-static int reply_error(const struct pio_ctx *c, const struct pio_msg *rep, int s, const char *what, const char *name)
+int pio_reply_error(const struct pio_ctx *c, const struct pio_msg *rep, int s, const char *what, const char *name)
 {
     if (rep->status == PIO_ENOENT)
         return pio_fail(PIO_ENOENT, "pio: %s: no such file (no layout in %s/server-0)", name, c->directory);
@@ -341,7 +325,7 @@ static int stat_size(struct pio_file *f, int64_t *size)
     int rc = ask_servers(c, req, NULL, 0, NULL, rep);
     *size = 0;
     for (int s = 0; !rc && s < c->nservers; s++) {
-        if (rep[s].status) rc = reply_error(c, &rep[s], s, "stat of", f->name);
+        if (rep[s].status) rc = pio_reply_error(c, &rep[s], s, "stat of", f->name);
         int64_t end = pio_logical_end(&f->layout, s, rep[s].b);
         if (end > *size) *size = end;
     }
@@ -363,7 +347,7 @@ static int open_on_servers(struct pio_file *f, int flags)
     }
     listed[0] = 1;
     rc = ask_servers(c, req, f->name, (int)strlen(f->name) + 1, listed, rep);
-    if (!rc && rep[0].status) rc = reply_error(c, &rep[0], 0, "opening", f->name);
+    if (!rc && rep[0].status) rc = pio_reply_error(c, &rep[0], 0, "opening", f->name);
     if (!rc) {
         f->layout = (struct pio_layout){rep[0].a, n};
         f->known_size = pio_logical_end(&f->layout, 0, rep[0].b);
@@ -372,7 +356,7 @@ static int open_on_servers(struct pio_file *f, int flags)
         for (int s = 0; s < n; s++) listed[s] = s > 0;
         if (n > 1) rc = ask_servers(c, req, f->name, (int)strlen(f->name) + 1, listed, rep);
         for (int s = 1; !rc && s < n; s++) {
-            if (rep[s].status) rc = reply_error(c, &rep[s], s, "opening", f->name);
+            if (rep[s].status) rc = pio_reply_error(c, &rep[s], s, "opening", f->name);
             int64_t end = pio_logical_end(&f->layout, s, rep[s].b);
             if (end > f->known_size) f->known_size = end;
         }
@@ -391,7 +375,7 @@ int pio_open(pio_ctx *c, const char *name, int flags, pio_file **out)
                                   "PIO_CREATE and PIO_TRUNC", (unsigned)flags);
     if (!rc && (flags & PIO_TRUNC) && !(flags & PIO_WRONLY))
         rc = pio_fail(PIO_EINVAL, "pio: PIO_TRUNC needs write access");
-    rc = agree(c->clients, rc);
+    rc = pio_agree(c->clients, rc);
     if (rc) {
         free(f);
         return rc;
@@ -401,7 +385,7 @@ int pio_open(pio_ctx *c, const char *name, int flags, pio_file **out)
     f->id = c->next_file++;
     snprintf(f->name, sizeof f->name, "%s", name);
     if (c->client_index == 0) rc = open_on_servers(f, flags);
-    rc = agree(c->clients, rc);
+    rc = pio_agree(c->clients, rc);
     int64_t shared[2] = {f->layout.stripe, f->known_size};
     MPI_Bcast(shared, 2, MPI_INT64_T, 0, c->clients);
     f->layout = (struct pio_layout){shared[0], c->nservers};
@@ -421,7 +405,7 @@ int pio_flush(pio_file *f)
     if (!rep) return pio_fail(PIO_EINVAL, "pio: out of memory");
     int rc = ask_servers(c, req, NULL, 0, NULL, rep);
     for (int s = 0; !rc && s < c->nservers; s++)
-        if (rep[s].status) rc = reply_error(c, &rep[s], s, "fsync of", f->name);
+        if (rep[s].status) rc = pio_reply_error(c, &rep[s], s, "fsync of", f->name);
     free(rep);
     return rc;
 }
@@ -435,10 +419,10 @@ int pio_close(pio_file *f)
         struct pio_msg req = {.op = PIO_OP_CLOSE, .file = f->id}, *rep = calloc((size_t)c->nservers, sizeof *rep);
         rc = rep ? ask_servers(c, req, NULL, 0, NULL, rep) : pio_fail(PIO_EINVAL, "pio: out of memory");
         for (int s = 0; !rc && s < c->nservers; s++)
-            if (rep[s].status) rc = reply_error(c, &rep[s], s, "closing", f->name);
+            if (rep[s].status) rc = pio_reply_error(c, &rep[s], s, "closing", f->name);
         free(rep);
     }
-    rc = agree(c->clients, rc);
+    rc = pio_agree(c->clients, rc);
     free(f);
     return rc;
 }
@@ -471,294 +455,4 @@ int pio_finalize(pio_ctx *c)
     MPI_Comm_free(&c->comm);
     free_ctx(c);
     return PIO_OK;
-}
-
-/* ---- writes -------------------------------------------------------------------------- */
-
-/* A chunk in flight: its message, the send and the server's reply. */
-struct slot {
-    char *buf;
-    size_t cap;
-    int server;
-    struct pio_msg reply;
-};
-
-static int send_chunk(struct pio_file *f, const struct pio_schedule *sc, const struct pio_chunk *ch,
-                      const char *data, struct slot *slot, MPI_Request *send, MPI_Request *reply)
-{
-    const struct pio_ctx *c = f->ctx;
-    size_t size = sizeof(struct pio_msg) + (size_t)ch->n * sizeof(struct pio_wire_extent) + (size_t)ch->bytes;
-    if (size > slot->cap) {
-        char *grown = realloc(slot->buf, size);
-        if (!grown) return pio_fail(PIO_EINVAL, "pio: out of memory");
-        slot->buf = grown;
-        slot->cap = size;
-    }
-    struct pio_msg m = {.op = PIO_OP_WRITE, .file = f->id, .n = ch->n, .client = c->client_index};
-    memcpy(slot->buf, &m, sizeof m);
-    struct pio_wire_extent *w = (struct pio_wire_extent *)(slot->buf + sizeof m);
-    char *p = (char *)(w + ch->n);
-    for (int i = 0; i < ch->n; i++) {
-        const struct pio_extent *e = &sc->e[ch->first + i];
-        w[i] = (struct pio_wire_extent){e->local, e->len};
-        memcpy(p, data + e->mem, (size_t)e->len);
-        p += e->len;
-    }
-    slot->server = ch->server;
-    int rank = c->servers[ch->server];
-    MPI_Irecv(&slot->reply, sizeof slot->reply, MPI_BYTE, rank, PIO_TAG_REPLY, c->comm, reply);
-    MPI_Isend(slot->buf, (int)size, MPI_BYTE, rank, PIO_TAG_REQUEST, c->comm, send);
-    return PIO_OK;
-}
-
-void pio_abort(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    struct timespec pause = {.tv_sec = 0, .tv_nsec = 500000000};
-    nanosleep(&pause, NULL);
-    MPI_Abort(MPI_COMM_WORLD, code);
-    exit(code); /* MPI_Abort does not return; this tells the compiler so */
-}
-
-/* The paper's strategies have one piece in flight: the next leaves when the server has
- * acknowledged the last. window-IOS keeps up to pio_window_pieces() in flight, in hash-IOS's
- * order, at most its share (window / servers, rounded up) to any one server, so that the
- * pieces in flight are spread over the servers and the acknowledgement round trips overlap
- * with transfers. */
-static int write_planned(struct pio_file *f, const struct pio_extents *lists, const char *data)
-{
-    struct pio_ctx *c = f->ctx;
-    struct pio_schedule sc;
-    int rc = pio_schedule_build(lists, c->nservers, c->block, c->strategy, c->client_index, c->seed, &sc);
-    if (rc) return rc;
-    int window = c->strategy == PIO_WINDOW_IOS ? pio_window_pieces(c->window, c->block) : 1, busy = 0;
-    int per_server = (window + c->nservers - 1) / c->nservers;
-    struct slot *slot = calloc((size_t)window, sizeof *slot);
-    MPI_Request *send = malloc(2 * (size_t)window * sizeof *send), *reply = send + window;
-    int *who = malloc((size_t)window * sizeof *who), *to = calloc((size_t)c->nservers, sizeof *to);
-    if (!slot || !send || !who || !to) {
-        free(slot), free(send), free(who), free(to);
-        pio_schedule_free(&sc);
-        return pio_fail(PIO_EINVAL, "pio: out of memory");
-    }
-    for (int i = 0; i < window; i++) send[i] = reply[i] = MPI_REQUEST_NULL;
-    long fatal = pio_test_hook("ISTHMUS_PIO_TEST_DIE_AFTER", c->client_index);
-    int k = 0;
-    while (k < sc.nchunks || busy > 0) {
-        /* Send the next chunk if a slot is free and its server has less than its share. */
-        int free_slot = -1;
-        for (int i = 0; i < window && free_slot < 0; i++)
-            if (reply[i] == MPI_REQUEST_NULL) free_slot = i;
-        if (!rc && k < sc.nchunks && free_slot >= 0 && to[sc.chunk[k].server] < per_server) {
-            if (fatal >= 0 && k == fatal) raise(SIGKILL); /* the fault test's dying client */
-            rc = send_chunk(f, &sc, &sc.chunk[k], data, &slot[free_slot], &send[free_slot], &reply[free_slot]);
-            if (rc) break;
-            who[free_slot] = sc.chunk[k].server;
-            to[who[free_slot]]++;
-            busy++;
-            k++;
-            continue;
-        }
-        if (busy == 0) break; /* an error stopped the sending */
-        int i;
-        MPI_Status st;
-        int wrc = wait_any(c, window, reply, who, &i, &st);
-        if (wrc) {
-            abandon(send, 2 * window);
-            pio_schedule_free(&sc); /* the slots' buffers stay: MPI may still use them */
-            free(send), free(who), free(to);
-            return wrc;
-        }
-        MPI_Wait(&send[i], MPI_STATUS_IGNORE); /* the server has the whole message */
-        busy--;
-        to[who[i]]--;
-        if (!rc && slot[i].reply.status) rc = reply_error(c, &slot[i].reply, slot[i].server, "writing", f->name);
-    }
-    for (int i = 0; i < window; i++) free(slot[i].buf);
-    free(slot), free(send), free(who), free(to);
-    pio_schedule_free(&sc);
-    return rc;
-}
-
-static int check_access(const struct pio_file *f, int want, const void *buf, int64_t len)
-{
-    if (!(f->flags & want))
-        return pio_fail(PIO_EINVAL, "pio: %s is open %s", f->name, want == PIO_WRONLY ? "read-only" : "write-only");
-    if (len > 0 && !buf) return pio_fail(PIO_EINVAL, "pio: a NULL buffer for %lld bytes", (long long)len);
-    return PIO_OK;
-}
-
-static int plan(const struct pio_file *f, int64_t pos, int64_t len, struct pio_extents **lists, int64_t *end)
-{
-    *lists = calloc((size_t)f->ctx->nservers, sizeof **lists);
-    if (!*lists) return pio_fail(PIO_EINVAL, "pio: out of memory");
-    return pio_plan(&f->layout, &f->view, pos, len, *lists, end);
-}
-
-static void free_plan(const struct pio_file *f, struct pio_extents *lists)
-{
-    for (int s = 0; lists && s < f->ctx->nservers; s++) pio_extents_free(&lists[s]);
-    free(lists);
-}
-
-int pio_write_at(pio_file *f, int64_t pos, const void *buf, int64_t len)
-{
-    int rc = check_access(f, PIO_WRONLY, buf, len);
-    if (rc) return rc;
-    struct pio_extents *lists;
-    int64_t end;
-    rc = plan(f, pos, len, &lists, &end);
-    if (!rc && len > 0) rc = write_planned(f, lists, buf);
-    if (!rc && end > f->known_size) f->known_size = end;
-    free_plan(f, lists);
-    return rc;
-}
-
-/* ---- reads --------------------------------------------------------------------------- */
-
-/* Copies stream bytes [off, off + len) of one server's extents into the buffer. */
-static void scatter(const struct pio_extents *x, int64_t off, const char *src, int64_t len, char *dst)
-{
-    int64_t base = 0;
-    for (int i = 0; i < x->n && len > 0; i++) {
-        const struct pio_extent *e = &x->e[i];
-        if (off < base + e->len) {
-            int64_t within = off - base, take = e->len - within < len ? e->len - within : len;
-            memcpy(dst + e->mem + within, src, (size_t)take);
-            src += take;
-            off += take;
-            len -= take;
-        }
-        base += e->len;
-    }
-}
-
-/* Every server gets its part of the request at once and decides the order of its pieces;
- * the client keeps receives posted for each server that still owes it data (one, or with
- * window-IOS this client's share of the server's window), so that the servers' sends
- * (rendezvous ones from MPI's eager limit on) proceed side by side. */
-static int read_planned(struct pio_file *f, const struct pio_extents *lists, char *buf)
-{
-    struct pio_ctx *c = f->ctx;
-    int n = c->nservers, rc = PIO_OK;
-    int window = c->strategy == PIO_WINDOW_IOS ? pio_window_pieces(c->window, c->block) : 1;
-    int per = (window + c->nclients - 1) / c->nclients; /* receives per server */
-    uint64_t id = ++c->next_request;
-    char **req = calloc((size_t)n, sizeof *req), **in = calloc((size_t)(n * per), sizeof *in);
-    MPI_Request *sends = malloc((size_t)n * sizeof *sends), *recvs = malloc((size_t)(n * per) * sizeof *recvs);
-    int64_t *left = calloc((size_t)n, sizeof *left);
-    int *who = malloc((size_t)(n * per) * sizeof *who), *posted = calloc((size_t)n, sizeof *posted);
-    size_t cap = sizeof(struct pio_msg) + (size_t)c->block;
-    if (!req || !in || !sends || !recvs || !left || !who || !posted) {
-        rc = pio_fail(PIO_EINVAL, "pio: out of memory");
-        goto out;
-    }
-    for (int j = 0; j < n * per; j++) {
-        recvs[j] = MPI_REQUEST_NULL;
-        who[j] = j / per;
-    }
-    for (int s = 0; s < n; s++) sends[s] = MPI_REQUEST_NULL;
-    for (int s = 0; s < n; s++) {
-        if (lists[s].bytes == 0) continue;
-        size_t size = sizeof(struct pio_msg) + (size_t)lists[s].n * sizeof(struct pio_wire_extent);
-        if (!(req[s] = malloc(size))) {
-            rc = pio_fail(PIO_EINVAL, "pio: out of memory");
-            break;
-        }
-        struct pio_msg m = {.op = PIO_OP_READ, .file = f->id, .n = lists[s].n, .client = c->client_index,
-                            .strategy = c->strategy, .window = window, .block = c->block, .id = id,
-                            .b = lists[s].bytes};
-        memcpy(req[s], &m, sizeof m);
-        struct pio_wire_extent *w = (struct pio_wire_extent *)(req[s] + sizeof m);
-        for (int i = 0; i < lists[s].n; i++) w[i] = (struct pio_wire_extent){lists[s].e[i].local, lists[s].e[i].len};
-        left[s] = lists[s].bytes;
-        /* a piece is b bytes but for each server's last: ceil(left / b) more are to come */
-        for (int r = 0; r < per && rc == PIO_OK && r < (left[s] + c->block - 1) / c->block; r++) {
-            if (!(in[s * per + r] = malloc(cap))) {
-                rc = pio_fail(PIO_EINVAL, "pio: out of memory");
-                break;
-            }
-            MPI_Irecv(in[s * per + r], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[s * per + r]);
-            posted[s]++;
-        }
-        if (rc) break;
-        MPI_Isend(req[s], (int)size, MPI_BYTE, c->servers[s], PIO_TAG_REQUEST, c->comm, &sends[s]);
-    }
-    for (;;) {
-        int j;
-        MPI_Status st;
-        if (rc || (rc = wait_any(c, n * per, recvs, who, &j, &st)) || j == MPI_UNDEFINED) break;
-        int s = who[j];
-        struct pio_msg m;
-        memcpy(&m, in[j], sizeof m);
-        posted[s]--;
-        if (m.id == id && m.status) {
-            rc = reply_error(c, &m, s, "reading", f->name);
-            break;
-        }
-        if (m.id == id) { /* else a late answer to a read that failed earlier */
-            scatter(&lists[s], m.a, in[j] + sizeof m, m.b, buf);
-            left[s] -= m.b;
-        }
-        if (posted[s] < (left[s] + c->block - 1) / c->block) {
-            MPI_Irecv(in[j], (int)cap, MPI_BYTE, c->servers[s], PIO_TAG_DATA, c->comm, &recvs[j]);
-            posted[s]++;
-        }
-    }
-    if (rc && sends && recvs) { /* the buffers stay: MPI may still use them */
-        abandon(sends, n);
-        abandon(recvs, n * per);
-        free(sends), free(recvs), free(left), free(who), free(posted);
-        return rc;
-    }
-    for (int j = 0; j < n * per && recvs; j++)
-        if (recvs[j] != MPI_REQUEST_NULL) { /* a server that owed nothing more */
-            MPI_Cancel(&recvs[j]);
-            MPI_Wait(&recvs[j], MPI_STATUS_IGNORE);
-        }
-    for (int s = 0; s < n && sends; s++)
-        if (sends[s] != MPI_REQUEST_NULL) MPI_Wait(&sends[s], MPI_STATUS_IGNORE);
-out:
-    for (int s = 0; s < n && req; s++) free(req[s]);
-    for (int j = 0; j < n * per && in; j++) free(in[j]);
-    free(req), free(in), free(sends), free(recvs), free(left), free(who), free(posted);
-    return rc;
-}
-
-int pio_read_at(pio_file *f, int64_t pos, void *buf, int64_t len)
-{
-    int rc = check_access(f, PIO_RDONLY, buf, len);
-    if (rc) return rc;
-    struct pio_extents *lists;
-    int64_t end;
-    rc = plan(f, pos, len, &lists, &end);
-    if (!rc && end > f->known_size) { /* others may have written since: ask the servers */
-        int64_t size;
-        rc = pio_size(f, &size);
-        if (!rc && end > size)
-            rc = pio_fail(PIO_ERANGE, "pio: reading %s up to byte %lld: past its end (%lld bytes)", f->name,
-                          (long long)end, (long long)size);
-    }
-    if (!rc && len > 0) rc = read_planned(f, lists, buf);
-    free_plan(f, lists);
-    return rc;
-}
-
-/* The collective forms: every client starts together (what the scheduling strategies
- * are about), and all return the lowest code any client had. */
-int pio_write_at_all(pio_file *f, int64_t pos, const void *buf, int64_t len)
-{
-    MPI_Barrier(f->ctx->clients);
-    return agree(f->ctx->clients, pio_write_at(f, pos, buf, len));
-}
-
-int pio_read_at_all(pio_file *f, int64_t pos, void *buf, int64_t len)
-{
-    MPI_Barrier(f->ctx->clients);
-    return agree(f->ctx->clients, pio_read_at(f, pos, buf, len));
 }

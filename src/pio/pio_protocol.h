@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "pio.h"
 
 /* A context: the job's ranks in their roles, and the settings. */
@@ -63,5 +64,14 @@ struct pio_msg {
 struct pio_wire_extent {
     int64_t local, len;
 };
+
+/* Between the tests of a wait for the other side: back off from testing to short sleeps,
+ * then longer ones, as every wait of isthmus does (src/util/backoff.h): servers and
+ * clients share cores here. *spins counts the failed tests; 0 after progress. */
+static inline void pio_nap(int *spins)
+{
+    static const struct ist_backoff naps = {.spins = 64, .hold = 1936, .min_ns = 2000, .max_ns = 50000};
+    ist_backoff_sleep(&naps, (*spins)++);
+}
 
 #endif

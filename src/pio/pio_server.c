@@ -289,13 +289,6 @@ static void serve_read(struct server *sv, int i, int k)
     if (r->next == r->n) drop_read(sv, i);
 }
 
-static void nap(int *spins)
-{
-    if (++*spins < 64) return;
-    struct timespec ts = {0, *spins < 2000 ? 2000 : 50000};
-    nanosleep(&ts, NULL);
-}
-
 /* Handles one request; returns 1 on shutdown. */
 static int handle(struct server *sv, int rank, const struct pio_msg *m, const char *payload)
 {
@@ -431,7 +424,7 @@ int pio_serve(struct pio_ctx *c)
                 continue;
             }
         }
-        nap(&spins);
+        pio_nap(&spins);
     }
     for (int k = 0; k < PIO_MAX_WINDOW; k++) {
         if (sv.slot[k].req != MPI_REQUEST_NULL) MPI_Wait(&sv.slot[k].req, MPI_STATUS_IGNORE);

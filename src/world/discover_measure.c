@@ -5,14 +5,16 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "backoff.h"
 #include "discover.h"
 #include "clock.h"
 #include "world.h"
 
 /* between tests when ranks outnumber cores: doubling from the least to the most */
-#define POLL_MIN_NS 2000
-#define POLL_MAX_NS 32000
-#define IDLE_MAX_NS 1000000
+/* Pauses shorter than the sleeping waits' while pinging (longer ones would blur local
+ * round trips); long ones, up to about 1 ms, while the others' pairs are measured. */
+static const struct ist_backoff ping_pauses = {.spins = 0, .hold = 0, .min_ns = 2000, .max_ns = 32000};
+static const struct ist_backoff idle_pauses = {.spins = 0, .hold = 0, .min_ns = 2000, .max_ns = 1024000};
 #define TAG_PING 0x4953 /* on the layer's private communicator */
 #define TAG_TURN 0x4956
 
@@ -54,16 +56,16 @@ static void ping_pairs(MPI_Comm comm, int me, const int *rep, const struct ist_h
         }
         active++;
     }
-    long pause = POLL_MIN_NS;
+    int tries = 0;
     while (active > 0) {
         int i = MPI_UNDEFINED, done = 0;
         PMPI_Testany(n, recv, &i, &done, MPI_STATUS_IGNORE);
-        if (!done) { /* sleeps shorter than the layer's, which would blur local round trips */
-            if (ist_sleep_wait) nanosleep(&(struct timespec){0, pause}, NULL);
-            if (pause < POLL_MAX_NS) pause *= 2;
+        if (!done) {
+            if (ist_sleep_wait) ist_backoff_sleep(&ping_pauses, tries);
+            tries++;
             continue;
         }
-        pause = POLL_MIN_NS;
+        tries = 0;
         if (i == MPI_UNDEFINED) break;
         int starts = p[i].a == me, peer = rep[starts ? p[i].b : p[i].a];
         if (starts && rtt) {
@@ -131,20 +133,17 @@ void ist_discover_ping_carefully(MPI_Comm comm, const int *rep, const struct ist
     }
 }
 
-/* The Allreduce (max) after the careful round, waited for in long sleeps (doubling up
- * to IDLE_MAX_NS) whenever ranks outnumber cores: the ranks done with their pairs must not
- * take the cores from the pair being measured. */
+/* The Allreduce (max) after the careful round, waited for in long sleeps (idle_pauses)
+ * whenever ranks outnumber cores: the ranks done with their pairs must not take the
+ * cores from the pair being measured. */
 void ist_discover_agree_idly(const double *mine, double *out, int n, MPI_Comm comm)
 {
     MPI_Request r;
     PMPI_Iallreduce(mine, out, n, MPI_DOUBLE, MPI_MAX, comm, &r);
-    long pause = POLL_MIN_NS;
-    for (int done = 0;;) {
+    for (int done = 0, tries = 0;; tries++) {
         PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
         if (done) break;
-        if (!ist_sleep_wait) continue;
-        nanosleep(&(struct timespec){0, pause}, NULL);
-        if (pause < IDLE_MAX_NS) pause *= 2;
+        if (ist_sleep_wait) ist_backoff_sleep(&idle_pauses, tries);
     }
 }
 

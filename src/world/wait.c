@@ -3,9 +3,8 @@
  * MPICH busy-polls in blocking calls. With more ranks than cores, a waiting rank then
  * takes the core from the rank it waits for: an 8-rank Allreduce on 2 cores took about
  * 19 ms. In this mode a blocking call starts its nonblocking form and waits by testing:
- * IST_SPIN_TESTS tests back to back (a message that is about to arrive costs no sleep),
- * then sleeps between tests, from IST_SLEEP_MIN_NS doubling up to IST_SLEEP_MAX_NS. The
- * cap bounds the delay a sleep adds to a message that arrives meanwhile. The generated
+ * ist_wait_backoff's tests back to back (a message that is about to arrive costs no
+ * sleep), then sleeps between tests, from 5 us doubling up to 160 us (src/util/backoff.h). The generated
  * wrappers use these forms when ist_sleep_wait is set (isthmus run sets it when the
  * ranks outnumber the cores, or as the platform's layer.wait says). Collectives on
  * intercommunicators keep the blocking call (tools/genwrap.py says why). Making a
@@ -20,13 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "world.h"
 #include "zip.h"
 
-#define IST_SPIN_TESTS 50
-#define IST_SLEEP_MIN_NS 5000
-#define IST_SLEEP_MAX_NS 100000
 
 int ist_sleep_wait;
 
@@ -43,15 +40,10 @@ void ist_world_progress(void)
     if (ist_multi_site) ist_zip_progress();
 }
 
-void ist_world_idle(int tries, long *pause_ns)
+void ist_world_idle(int tries)
 {
-    if (ist_multi_site) {
-        ist_zip_idle(tries); /* its sockets wake it early */
-    } else if (tries >= IST_SPIN_TESTS) {
-        struct timespec ts = {0, *pause_ns};
-        nanosleep(&ts, NULL);
-        if (*pause_ns < IST_SLEEP_MAX_NS) *pause_ns *= 2;
-    }
+    if (ist_multi_site) ist_zip_idle(tries); /* the same pauses; its sockets end them early */
+    else ist_backoff_sleep(&ist_wait_backoff, tries);
 }
 
 /* Test with `test` until it reports completion, sleeping between tests as described.
@@ -59,12 +51,11 @@ void ist_world_idle(int tries, long *pause_ns)
  * when a forwarder sends something (ist_zip_idle). */
 #define SLEEP_UNTIL(test_call, flag)                                                      \
     do {                                                                                  \
-        long ist_pause = IST_SLEEP_MIN_NS;                                                \
         for (int ist_i = 0;; ist_i++) {                                                   \
             ist_world_progress();                                                         \
             int ist_rc = (test_call);                                                     \
             if (ist_rc != MPI_SUCCESS || (flag)) return ist_rc;                           \
-            ist_world_idle(ist_i, &ist_pause);                                            \
+            ist_world_idle(ist_i);                                                        \
         }                                                                                 \
     } while (0)
 
@@ -163,8 +154,8 @@ void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Co
  * calls sched_yield between idle polls when oversubscribed. With 16 such ranks on 2 cores
  * the machine stood still for up to 100 s (issue 43: a plain sleeper woke 50 s late,
  * kernel workers starved). In sleep mode a wait yields for its first IST_YIELD_SPIN_US
- * (a message about to arrive costs no sleep), then sleeps between polls, from
- * IST_SLEEP_MIN_NS doubling up to IST_SLEEP_MAX_NS. A yield that comes more than
+ * (a message about to arrive costs no sleep), then sleeps between polls as
+ * ist_wait_backoff does past its spins. A yield that comes more than
  * IST_YIELD_GAP_US after the previous one returned starts a new wait (an idle poll takes
  * a few microseconds; a poll that found work does not yield). Measured on the 16-rank
  * test that stalled: yielding for 10 ms it still stalled (21-112 s), for 1 ms it took
@@ -177,19 +168,18 @@ void ist_bcast_waiting(void *buf, int count, MPI_Datatype type, int root, MPI_Co
 int sched_yield(void)
 {
     static _Thread_local double last_return, wait_start;
-    static _Thread_local long pause;
+    static _Thread_local int sleeps;
     if (!ist_sleep_wait) return (int)syscall(SYS_sched_yield);
     /* real time: the window is about this machine's scheduler, also when dilated */
     double now = (double)ist_real_now_ns() / 1e3;
     if (now - last_return > IST_YIELD_GAP_US) {
         wait_start = now;
-        pause = IST_SLEEP_MIN_NS;
+        sleeps = 0;
     }
     if (now - wait_start < IST_YIELD_SPIN_US) {
         syscall(SYS_sched_yield);
     } else {
-        ist_real_nanosleep(pause);
-        if (pause < IST_SLEEP_MAX_NS) pause *= 2;
+        ist_real_nanosleep(ist_backoff_ns(&ist_wait_backoff, ist_wait_backoff.spins + sleeps++));
     }
     last_return = (double)ist_real_now_ns() / 1e3;
     return 0;

@@ -77,8 +77,8 @@ class Params:
 def interpolate(xs: tuple[int, ...], ys: tuple[float, ...], x: float) -> float:
     """Piecewise-linear through the points, extended along the first segment, and beyond
     the last point with the steeper of the last segment and the line through the origin
-    (y/x), never below 0. libisthmus's model.c computes exactly the same (same operations, same
-    order), so that both optimizers choose alike."""
+    (y/x), never below 0. libisthmus's src/model/plogp_params.c computes exactly the same
+    (same operations, same order), so that both optimizers choose alike."""
     n = len(xs)
     if n == 1:
         return ys[0]

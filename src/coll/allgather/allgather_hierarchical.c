@@ -76,7 +76,7 @@ static int coordinator(struct ist_hier *h, const struct layout *l, char *packed)
     }
     for (int done = 0; rc == MPI_SUCCESS; done++) {
         while (rc == MPI_SUCCESS && next < P && left[l->order[next]] == 0)
-            rc = start_bcast(l, packed, l->order[next++], h->local, ist_reqs_next(&later));
+            rc = start_bcast(l, packed, l->order[next++], h->cluster_comm, ist_reqs_next(&later));
         if (done == recvs.n || rc != MPI_SUCCESS) break;
         int i;
         rc = ist_world_waitany(recvs.n, recvs.r, &i, MPI_STATUS_IGNORE); /* sleeps when it should */
@@ -94,7 +94,7 @@ static int member(struct ist_hier *h, const struct layout *l, char *packed)
 {
     int P = h->nclusters * l->npiece, rc = MPI_SUCCESS;
     struct ist_reqs q = {0};
-    for (int i = 0; i < P && rc == MPI_SUCCESS; i++) rc = start_bcast(l, packed, l->order[i], h->local, ist_reqs_next(&q));
+    for (int i = 0; i < P && rc == MPI_SUCCESS; i++) rc = start_bcast(l, packed, l->order[i], h->cluster_comm, ist_reqs_next(&q));
     int wrc = ist_reqs_wait(&q);
     return rc == MPI_SUCCESS ? wrc : rc;
 }
@@ -133,14 +133,14 @@ static int allgather_blocks(struct ist_hier *h, const struct ist_block *mine,
         sizes[j] = (int)bytes[h->members[h->member_start[c] + j]];
         displs[j] = off;
     }
-    long pos = cl_off[c] + displs[h->local_rank[h->rank]];
+    long pos = cl_off[c] + displs[h->cluster_rank[h->rank]];
     const struct ist_block *src = mine ? mine : &all[h->rank];
     rc = ist_pack(src->buf, src->count, src->type, packed, total, &pos);
-    char *mine_packed = packed + cl_off[c] + displs[h->local_rank[h->rank]];
+    char *mine_packed = packed + cl_off[c] + displs[h->cluster_rank[h->rank]];
     if (rc == MPI_SUCCESS)
-        rc = ist_own_Gatherv(h->local_rank[h->rank] == 0 ? MPI_IN_PLACE : mine_packed,
-                         sizes[h->local_rank[h->rank]], MPI_PACKED, packed + cl_off[c], sizes, displs,
-                         MPI_PACKED, 0, h->local);
+        rc = ist_own_Gatherv(h->cluster_rank[h->rank] == 0 ? MPI_IN_PLACE : mine_packed,
+                         sizes[h->cluster_rank[h->rank]], MPI_PACKED, packed + cl_off[c], sizes, displs,
+                         MPI_PACKED, 0, h->cluster_comm);
     struct layout l = {pieces(cl_off, h->nclusters), cl_off, NULL};
     l.order = malloc((size_t)(h->nclusters * l.npiece) * sizeof(int));
     int o = 0;
@@ -148,7 +148,7 @@ static int allgather_blocks(struct ist_hier *h, const struct ist_block *mine,
     for (int r = 0; r < l.npiece; r++)
         for (int d = 1; d < h->nclusters; d++) l.order[o++] = ((c + d) % h->nclusters) * l.npiece + r;
     if (rc == MPI_SUCCESS)
-        rc = h->local_rank[h->rank] == 0 ? coordinator(h, &l, packed) : member(h, &l, packed);
+        rc = h->cluster_rank[h->rank] == 0 ? coordinator(h, &l, packed) : member(h, &l, packed);
     free(l.order);
     for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
         long p = cl_off[k];
@@ -169,11 +169,11 @@ static int allgather_blocks(struct ist_hier *h, const struct ist_block *mine,
     return rc;
 }
 
-int ist_hier_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+int ist_wan_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHER, comm, ist_type_bytes(recvcount, recvtype));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     ist_hier_log(h, IST_COLL_ALLGATHER, "cluster gather, coordinators exchange directly, cluster bcast");
     struct ist_block mine = {sendbuf, sendcount, sendtype};
     struct ist_block *all = malloc((size_t)h->size * sizeof *all);
@@ -185,12 +185,12 @@ int ist_hier_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype
     return ist_hier_leave(rc);
 }
 
-int ist_hier_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+int ist_wan_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                         MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHERV, comm, ist_counts_bytes(comm, recvcounts, recvtype));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     ist_hier_log(h, IST_COLL_ALLGATHERV, "cluster gather, coordinators exchange directly, cluster bcast");
     struct ist_block mine = {sendbuf, sendcount, sendtype};
     struct ist_block *all = malloc((size_t)h->size * sizeof *all);

@@ -26,14 +26,14 @@ static int use_split(const struct ist_hier *h, int count, MPI_Datatype type)
     return split < direct;
 }
 
-int ist_hier_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+int ist_wan_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLREDUCE, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     int commute;
     PMPI_Op_commutative(op, &commute);
-    if (!commute && !h->contiguous) return ist_hier_leave(IST_HIER_DECLINED);
+    if (!commute && !h->contiguous) return ist_hier_leave(IST_WAN_DECLINED);
     if (count == 0) return ist_hier_leave(MPI_SUCCESS);
     int split = use_split(h, count, datatype);
     ist_hier_log(h, IST_COLL_ALLREDUCE, "cluster reduce, coordinators %s, cluster bcast",

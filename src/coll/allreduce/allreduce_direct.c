@@ -15,14 +15,14 @@ int ist_allreduce_direct(struct ist_hier *h, const void *sendbuf, void *recvbuf,
                          MPI_Datatype datatype, MPI_Op op)
 {
     int rc;
-    if (h->local_rank[h->rank] == 0) {
+    if (h->cluster_rank[h->rank] == 0) {
         rc = ist_own_Reduce(sendbuf == MPI_IN_PLACE ? MPI_IN_PLACE : sendbuf, recvbuf, count, datatype,
-                        op, 0, h->local);
+                        op, 0, h->cluster_comm);
         if (rc == MPI_SUCCESS) rc = ist_h_fold_clusters(h, recvbuf, count, datatype, op, TAG_ALLREDUCE, 1);
     } else {
         rc = ist_own_Reduce(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, NULL, count, datatype, op, 0,
-                        h->local);
+                        h->cluster_comm);
     }
-    if (rc == MPI_SUCCESS) rc = ist_own_Bcast(recvbuf, count, datatype, 0, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Bcast(recvbuf, count, datatype, 0, h->cluster_comm);
     return rc;
 }

@@ -113,13 +113,13 @@ static int start_reduce(const struct split *sp, int i, const void *in, void *out
 {
     int p = sp->reduce_order[i];
     return PMPI_Ireduce(at(sp, in, piece_first(sp, p)), out ? at(sp, out, piece_first(sp, p)) : NULL,
-                       piece_len(sp, p), sp->type, sp->op, 0, sp->h->local, req);
+                       piece_len(sp, p), sp->type, sp->op, 0, sp->h->cluster_comm, req);
 }
 
 static int start_bcast(const struct split *sp, int i, void *buf, MPI_Request *req)
 {
     int p = sp->bcast_order[i];
-    return PMPI_Ibcast(at(sp, buf, piece_first(sp, p)), piece_len(sp, p), sp->type, 0, sp->h->local, req);
+    return PMPI_Ibcast(at(sp, buf, piece_first(sp, p)), piece_len(sp, p), sp->type, 0, sp->h->cluster_comm, req);
 }
 
 /* A rank other than the coordinator: its part of every piece's reduce and broadcast. */
@@ -266,7 +266,7 @@ int ist_allreduce_split(struct ist_hier *h, const void *sendbuf, void *recvbuf, 
         in = copy.base;
     }
     if (rc == MPI_SUCCESS)
-        rc = h->local_rank[h->rank] == 0 ? coordinator(&sp, in, recvbuf) : member(&sp, in, recvbuf);
+        rc = h->cluster_rank[h->rank] == 0 ? coordinator(&sp, in, recvbuf) : member(&sp, in, recvbuf);
     ist_tmp_free(&copy);
     free(sp.reduce_order);
     free(sp.bcast_order);

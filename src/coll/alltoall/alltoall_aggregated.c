@@ -27,7 +27,7 @@ static int header_at(const char *p, long q)
 /* send[j]: this rank's block for rank j; recv[i]: where the block from rank i goes. */
 int ist_alltoall_aggregated(struct ist_hier *h, const struct ist_block *send, const struct ist_block *recv)
 {
-    int c = h->my_cluster, me = h->local_rank[h->rank], nl = h->count[c], rc = MPI_SUCCESS;
+    int c = h->my_cluster, me = h->cluster_rank[h->rank], nl = h->count[c], rc = MPI_SUCCESS;
     const int *mine = &h->members[h->member_start[c]];
     const size_t ncl = h->nclusters > 0 ? (size_t)h->nclusters : 1;
     long *off;
@@ -44,7 +44,7 @@ int ist_alltoall_aggregated(struct ist_hier *h, const struct ist_block *send, co
         rtotal += rcn[j];
     }
     char *in = malloc((size_t)rtotal + 1);
-    if (rc == MPI_SUCCESS) rc = ist_own_Alltoallv(out, sc, sd, MPI_PACKED, in, rcn, rd, MPI_PACKED, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Alltoallv(out, sc, sd, MPI_PACKED, in, rcn, rd, MPI_PACKED, h->cluster_comm);
     for (int j = 0; j < nl && rc == MPI_SUCCESS; j++) {
         long p = rd[j];
         rc = ist_unpack(in, rd[j] + rcn[j], &p, (void *)recv[mine[j]].buf, recv[mine[j]].count, recv[mine[j]].type);
@@ -82,7 +82,7 @@ int ist_alltoall_aggregated(struct ist_hier *h, const struct ist_block *send, co
         lens = malloc((size_t)nl * sizeof(int));
         ld = malloc((size_t)nl * sizeof(int));
     }
-    if (rc == MPI_SUCCESS) rc = ist_own_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, h->cluster_comm);
     long gtotal = 0;
     if (coord)
         for (int j = 0; j < nl; j++) {
@@ -90,7 +90,7 @@ int ist_alltoall_aggregated(struct ist_hier *h, const struct ist_block *send, co
             gtotal += lens[j];
         }
     if (coord) gathered = malloc((size_t)gtotal + 1);
-    if (rc == MPI_SUCCESS) rc = ist_own_Gatherv(up, len, MPI_PACKED, gathered, lens, ld, MPI_PACKED, 0, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Gatherv(up, len, MPI_PACKED, gathered, lens, ld, MPI_PACKED, 0, h->cluster_comm);
     free(up);
     /* 3. coordinators: one message per other cluster, and the scatter of what comes in */
     char *down = NULL;
@@ -190,7 +190,7 @@ int ist_alltoall_aggregated(struct ist_hier *h, const struct ist_block *send, co
             for (int i = 0; i < h->count[k]; i++) want += ist_block_bytes(&recv[h->members[h->member_start[k] + i]]);
     char *mine_in = malloc((size_t)want + 1);
     if (rc == MPI_SUCCESS)
-        rc = ist_own_Scatterv(down, dlens, dd, MPI_PACKED, mine_in, (int)want, MPI_PACKED, 0, h->local);
+        rc = ist_own_Scatterv(down, dlens, dd, MPI_PACKED, mine_in, (int)want, MPI_PACKED, 0, h->cluster_comm);
     long p = 0;
     for (int k = 0; k < h->nclusters && rc == MPI_SUCCESS; k++) {
         if (k == c) continue;

@@ -13,12 +13,12 @@
 
 #define TAG_BARRIER 7001
 
-int ist_hier_Barrier(MPI_Comm comm)
+int ist_wan_Barrier(MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_BARRIER, comm, 0);
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     ist_hier_log(h, IST_COLL_BARRIER, "coordinators exchange directly");
-    int rc = ist_own_Barrier(h->local); /* everyone in my cluster has arrived */
+    int rc = ist_own_Barrier(h->cluster_comm); /* everyone in my cluster has arrived */
     if (rc == MPI_SUCCESS && h->rank == h->first[h->my_cluster]) {
         MPI_Request *req = malloc(2 * (size_t)h->nclusters * sizeof *req);
         int n = 0;
@@ -30,6 +30,6 @@ int ist_hier_Barrier(MPI_Comm comm)
         rc = ist_h_waitall(n, req);
         free(req);
     }
-    if (rc == MPI_SUCCESS) rc = ist_own_Barrier(h->local); /* ... and so has everyone else */
+    if (rc == MPI_SUCCESS) rc = ist_own_Barrier(h->cluster_comm); /* ... and so has everyone else */
     return ist_hier_leave(rc);
 }

@@ -14,10 +14,10 @@
 
 #define TAG_BCAST 7002
 
-int ist_hier_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+int ist_wan_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_BCAST, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     long bytes = ist_type_bytes(count, datatype); /* equal at every rank: signatures match */
     if (bytes == 0) return ist_hier_leave(MPI_SUCCESS);
 

@@ -40,8 +40,8 @@ static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int r
                          const struct ist_block *recv)
 {
     int rootc = h->cluster_of[root], c = h->my_cluster;
-    int lrep = c == rootc ? h->local_rank[root] : 0;
-    int rep = h->local_rank[h->rank] == lrep;
+    int lrep = c == rootc ? h->cluster_rank[root] : 0;
+    int rep = h->cluster_rank[h->rank] == lrep;
     /* The root keeps its own block: it sends nothing in its cluster's gather. */
     long bytes = mine && h->rank != root ? ist_block_bytes(mine) : 0;
     char *packed = malloc(bytes > 0 ? (size_t)bytes : 1);
@@ -55,7 +55,7 @@ static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int r
         sizes = malloc((size_t)h->count[c] * sizeof(int));
         displs = malloc((size_t)h->count[c] * sizeof(int));
     }
-    if (rc == MPI_SUCCESS) rc = ist_own_Gather(&nb, 1, MPI_INT, sizes, 1, MPI_INT, lrep, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Gather(&nb, 1, MPI_INT, sizes, 1, MPI_INT, lrep, h->cluster_comm);
     long header = (long)h->count[c] * (long)sizeof(int);
     if (rep && rc == MPI_SUCCESS) {
         for (int j = 0; j < h->count[c]; j++) {
@@ -67,7 +67,7 @@ static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int r
     }
     if (rc == MPI_SUCCESS)
         rc = ist_own_Gatherv(packed, nb, MPI_PACKED, msg ? msg + header : NULL, sizes, displs,
-                         MPI_PACKED, lrep, h->local);
+                         MPI_PACKED, lrep, h->cluster_comm);
     if (rep && c != rootc && rc == MPI_SUCCESS) {
         struct ist_reqs q = {0};
         rc = ist_h_isend_any_size(h, msg, header + total, root, TAG_GATHER, &q);
@@ -111,24 +111,24 @@ static int gather(struct ist_hier *h, enum ist_coll_id id, const void *sendbuf, 
     return ist_hier_leave(rc);
 }
 
-int ist_hier_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+int ist_wan_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_GATHER, comm,
         sendbuf == MPI_IN_PLACE ? ist_type_bytes(recvcount, recvtype) : ist_type_bytes(sendcount, sendtype));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     return gather(h, IST_COLL_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
                   recvtype, root);
 }
 
-int ist_hier_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+int ist_wan_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                      MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_GATHERV, comm, IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(sendcount, sendtype)));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     return gather(h, IST_COLL_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
                   recvtype, root);
 }

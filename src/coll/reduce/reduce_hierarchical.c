@@ -15,28 +15,28 @@
 
 #define TAG_REDUCE 7003
 
-int ist_hier_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+int ist_wan_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                     MPI_Op op, int root, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     int commute;
     PMPI_Op_commutative(op, &commute);
-    if (!commute && !h->contiguous) return ist_hier_leave(IST_HIER_DECLINED);
+    if (!commute && !h->contiguous) return ist_hier_leave(IST_WAN_DECLINED);
     if (count == 0) return ist_hier_leave(MPI_SUCCESS);
     ist_hier_log(h, IST_COLL_REDUCE, "cluster reduce, partials straight to the root");
     int rootc = h->cluster_of[root];
-    int lroot = h->my_cluster == rootc ? h->local_rank[root] : 0;
+    int lroot = h->my_cluster == rootc ? h->cluster_rank[root] : 0;
     int rc;
     if (h->rank == root) {
-        rc = ist_own_Reduce(sendbuf, recvbuf, count, datatype, op, lroot, h->local);
+        rc = ist_own_Reduce(sendbuf, recvbuf, count, datatype, op, lroot, h->cluster_comm);
         /* the root is its cluster's coordinator here (rootc == my_cluster) */
         if (rc == MPI_SUCCESS)
             rc = ist_h_fold_clusters(h, recvbuf, count, datatype, op, TAG_REDUCE, 0);
-    } else if (h->my_cluster != rootc && h->local_rank[h->rank] == 0) {
+    } else if (h->my_cluster != rootc && h->cluster_rank[h->rank] == 0) {
         struct ist_tmp part;
         rc = ist_tmp_alloc(&part, count, datatype);
-        if (rc == MPI_SUCCESS) rc = ist_own_Reduce(sendbuf, part.base, count, datatype, op, 0, h->local);
+        if (rc == MPI_SUCCESS) rc = ist_own_Reduce(sendbuf, part.base, count, datatype, op, 0, h->cluster_comm);
         struct ist_reqs q = {0};
         if (rc == MPI_SUCCESS)
             rc = ist_h_isend_typed_segments(h, part.base, count, datatype, root, TAG_REDUCE, &q);
@@ -44,7 +44,7 @@ int ist_hier_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
         if (rc == MPI_SUCCESS) rc = waited;
         ist_tmp_free(&part);
     } else {
-        rc = ist_own_Reduce(sendbuf, NULL, count, datatype, op, lroot, h->local);
+        rc = ist_own_Reduce(sendbuf, NULL, count, datatype, op, lroot, h->cluster_comm);
     }
     return ist_hier_leave(rc);
 }

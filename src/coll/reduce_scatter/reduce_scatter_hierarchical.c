@@ -43,10 +43,10 @@ static int reduce_scatter(struct ist_hier *h, const void *sendbuf, void *recvbuf
     int mine = 0; /* elements of my cluster's ranks, in their order */
     for (int j = 0; j < h->count[c]; j++) mine += counts[h->members[h->member_start[c] + j]];
     struct ist_tmp full = {0}, *parts = calloc((size_t)h->nclusters, sizeof *parts);
-    int coord = h->local_rank[h->rank] == 0;
+    int coord = h->cluster_rank[h->rank] == 0;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (coord) rc = ist_tmp_alloc(&full, (int)n, type);
-    if (rc == MPI_SUCCESS) rc = ist_own_Reduce(in, full.base, (int)n, type, op, 0, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Reduce(in, full.base, (int)n, type, op, 0, h->cluster_comm);
     if (coord && rc == MPI_SUCCESS) {
         char **out = calloc((size_t)h->nclusters, sizeof *out), **got = calloc((size_t)h->nclusters, sizeof *got);
         long mybytes = 0;
@@ -92,7 +92,7 @@ static int reduce_scatter(struct ist_hier *h, const void *sendbuf, void *recvbuf
     }
     if (rc == MPI_SUCCESS)
         rc = ist_own_Scatterv(coord ? parts[h->nclusters - 1].base : NULL, lc, ld, type, recvbuf,
-                          counts[h->rank], type, 0, h->local);
+                          counts[h->rank], type, 0, h->cluster_comm);
     for (int k = 0; k < h->nclusters; k++) ist_tmp_free(&parts[k]);
     free(parts);
     ist_tmp_free(&full);
@@ -109,22 +109,22 @@ static int declines(struct ist_hier *h, MPI_Op op)
     return !commute && !h->contiguous;
 }
 
-int ist_hier_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+int ist_wan_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER, comm, ist_counts_bytes(comm, recvcounts, datatype));
-    if (!h) return IST_HIER_DECLINED;
-    if (declines(h, op)) return ist_hier_leave(IST_HIER_DECLINED);
+    if (!h) return IST_WAN_DECLINED;
+    if (declines(h, op)) return ist_hier_leave(IST_WAN_DECLINED);
     ist_hier_log(h, IST_COLL_REDUCE_SCATTER, "cluster reduce, each cluster's part to it, cluster scatter");
     return ist_hier_leave(reduce_scatter(h, sendbuf, recvbuf, recvcounts, datatype, op));
 }
 
-int ist_hier_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+int ist_wan_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER_BLOCK, comm, ist_type_bytes(recvcount, datatype));
-    if (!h) return IST_HIER_DECLINED;
-    if (declines(h, op)) return ist_hier_leave(IST_HIER_DECLINED);
+    if (!h) return IST_WAN_DECLINED;
+    if (declines(h, op)) return ist_hier_leave(IST_WAN_DECLINED);
     ist_hier_log(h, IST_COLL_REDUCE_SCATTER_BLOCK, "cluster reduce, each cluster's part to it, cluster scatter");
     int *counts = malloc((size_t)h->size * sizeof(int));
     for (int r = 0; r < h->size; r++) counts[r] = recvcount;

@@ -18,7 +18,7 @@
 static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int count,
                 MPI_Datatype type, MPI_Op op, int exclusive)
 {
-    int c = h->my_cluster, lr = h->local_rank[h->rank], nl = h->count[c], rc;
+    int c = h->my_cluster, lr = h->cluster_rank[h->rank], nl = h->count[c], rc;
     int last = lr == nl - 1, coord = lr == 0;
     struct ist_tmp own = {0}, total = {0};
     /* my own contribution, before an in-place scan overwrites it */
@@ -26,8 +26,8 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
     if (rc == MPI_SUCCESS)
         rc = ist_copy_typed(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, own.base, count, type);
     if (rc == MPI_SUCCESS)
-        rc = exclusive ? ist_own_Exscan(sendbuf, recvbuf, count, type, op, h->local)
-                       : ist_own_Scan(sendbuf, recvbuf, count, type, op, h->local);
+        rc = exclusive ? ist_own_Exscan(sendbuf, recvbuf, count, type, op, h->cluster_comm)
+                       : ist_own_Scan(sendbuf, recvbuf, count, type, op, h->cluster_comm);
     /* the cluster's total, at its last rank: the inclusive result, or exclusive op own */
     if (rc == MPI_SUCCESS && last && c < h->nclusters - 1) {
         rc = ist_tmp_alloc(&total, count, type);
@@ -67,7 +67,7 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
         free(parts);
         free(p);
     }
-    if (rc == MPI_SUCCESS) rc = ist_own_Bcast(prefix.base, count, type, 0, h->local);
+    if (rc == MPI_SUCCESS) rc = ist_own_Bcast(prefix.base, count, type, 0, h->cluster_comm);
     /* result = prefix op mine; the first rank of a cluster has no exclusive result of its own */
     if (rc == MPI_SUCCESS) {
         if (exclusive && coord) rc = ist_copy_typed(prefix.base, recvbuf, count, type);
@@ -79,22 +79,22 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
     return rc;
 }
 
-int ist_hier_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+int ist_wan_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_SCAN, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_HIER_DECLINED;
-    if (!h->contiguous) return ist_hier_leave(IST_HIER_DECLINED);
+    if (!h) return IST_WAN_DECLINED;
+    if (!h->contiguous) return ist_hier_leave(IST_WAN_DECLINED);
     ist_hier_log(h, IST_COLL_SCAN, "cluster scan, cluster totals straight to later clusters");
     return ist_hier_leave(count ? scan(h, sendbuf, recvbuf, count, datatype, op, 0) : MPI_SUCCESS);
 }
 
-int ist_hier_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+int ist_wan_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_EXSCAN, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_HIER_DECLINED;
-    if (!h->contiguous) return ist_hier_leave(IST_HIER_DECLINED);
+    if (!h) return IST_WAN_DECLINED;
+    if (!h->contiguous) return ist_hier_leave(IST_WAN_DECLINED);
     ist_hier_log(h, IST_COLL_EXSCAN, "cluster exscan, cluster totals straight to later clusters");
     return ist_hier_leave(count ? scan(h, sendbuf, recvbuf, count, datatype, op, 1) : MPI_SUCCESS);
 }

@@ -44,8 +44,8 @@ static int scatter_blocks(struct ist_hier *h, const struct ist_block *send, int 
                           const struct ist_block *mine)
 {
     int rootc = h->cluster_of[root], c = h->my_cluster;
-    int lrep = c == rootc ? h->local_rank[root] : 0;
-    int rep = h->local_rank[h->rank] == lrep;
+    int lrep = c == rootc ? h->cluster_rank[root] : 0;
+    int rep = h->cluster_rank[h->rank] == lrep;
     int rc = MPI_SUCCESS;
     char *msg = NULL;
     long len = 0;
@@ -76,7 +76,7 @@ static int scatter_blocks(struct ist_hier *h, const struct ist_block *send, int 
     char *in = malloc(bytes > 0 ? (size_t)bytes : 1);
     if (rc == MPI_SUCCESS)
         rc = ist_own_Scatterv(rep ? msg + (long)h->count[c] * (long)sizeof(int) : NULL, sizes, displs,
-                          MPI_PACKED, in, (int)bytes, MPI_PACKED, lrep, h->local);
+                          MPI_PACKED, in, (int)bytes, MPI_PACKED, lrep, h->cluster_comm);
     if (rc == MPI_SUCCESS && bytes) {
         long p = 0;
         rc = ist_unpack(in, bytes, &p, (void *)mine->buf, mine->count, mine->type);
@@ -104,24 +104,24 @@ static int scatter(struct ist_hier *h, enum ist_coll_id id, const void *sendbuf,
     return ist_hier_leave(rc);
 }
 
-int ist_hier_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+int ist_wan_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_SCATTER, comm,
         recvbuf == MPI_IN_PLACE ? ist_type_bytes(sendcount, sendtype) : ist_type_bytes(recvcount, recvtype));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     return scatter(h, IST_COLL_SCATTER, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf, recvcount,
                    recvtype, root);
 }
 
-int ist_hier_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+int ist_wan_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                       int root, MPI_Comm comm)
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_SCATTERV, comm, IST_BYTES_LOCAL(recvbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(recvcount, recvtype)));
-    if (!h) return IST_HIER_DECLINED;
+    if (!h) return IST_WAN_DECLINED;
     return scatter(h, IST_COLL_SCATTERV, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
                    recvtype, root);
 }

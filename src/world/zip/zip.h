@@ -25,12 +25,12 @@ extern int ist_multi_site;
 /* A communicator whose members are in more than one site. */
 struct ist_zcomm {
     MPI_Comm handle;  /* what the application holds */
-    MPI_Comm local;   /* the members in this site, in communicator order (native) */
+    MPI_Comm site_comm; /* the members in this site, in communicator order (native) */
     uint64_t context; /* forwarded messages carry it; equal on every member */
     int size, rank;
     int *world;       /* communicator rank -> world rank */
-    int *local_rank;  /* communicator rank -> rank in `local`, or -1 in another site */
-    int *from_local;  /* rank in `local` -> communicator rank */
+    int *site_rank;  /* communicator rank -> rank in `site_comm`, or -1 in another site */
+    int *from_site;  /* rank in `site_comm` -> communicator rank */
     struct ist_zcomm *coll; /* the collectives' own: context + 1, a duplicate of local */
     struct ist_ztopo *topo; /* a Cartesian or graph topology (zip_topo.c), or NULL */
     void (*free_topo)(struct ist_ztopo *t); /* ... and its own free, set with it */

@@ -134,19 +134,19 @@ int ist_span_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *s
     *rc = MPI_SUCCESS;
     *flag = 0;
     if (source == MPI_PROC_NULL) {
-        *rc = PMPI_Iprobe(MPI_PROC_NULL, tag, c->local, flag, status);
+        *rc = PMPI_Iprobe(MPI_PROC_NULL, tag, c->site_comm, flag, status);
         return 1;
     }
-    int local = source == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->local_rank[source];
+    int local = source == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->site_rank[source];
     if ((source == MPI_ANY_SOURCE || local < 0) && ist_zip_iprobe_forwarded(c, source, tag, status)) {
         *flag = 1;
         return 1;
     }
     if (source == MPI_ANY_SOURCE || local >= 0) {
         MPI_Status st;
-        *rc = PMPI_Iprobe(local, tag, c->local, flag, &st);
+        *rc = PMPI_Iprobe(local, tag, c->site_comm, flag, &st);
         if (*flag) {
-            st.MPI_SOURCE = c->from_local[st.MPI_SOURCE];
+            st.MPI_SOURCE = c->from_site[st.MPI_SOURCE];
             if (status != MPI_STATUS_IGNORE) *status = st;
         }
     }
@@ -206,7 +206,7 @@ int ist_span_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm, int *rc)
     uint64_t context = c->rank == 0 ? ist_zip_new_contexts(1) : 0;
     *rc = ist_zip_bcast(c, &context, 1, MPI_UINT64_T, 0);
     MPI_Comm native = MPI_COMM_NULL;
-    if (*rc == MPI_SUCCESS) *rc = PMPI_Comm_dup(c->local, &native);
+    if (*rc == MPI_SUCCESS) *rc = PMPI_Comm_dup(c->site_comm, &native);
     if (*rc == MPI_SUCCESS) *rc = ist_zip_register(native, context, c->size, c->rank, c->world, newcomm);
     struct ist_zcomm *d = *rc == MPI_SUCCESS ? ist_zip_comm(*newcomm) : NULL;
     if (d) {

@@ -32,6 +32,7 @@
 #include "zip.h"
 #include "datatype.h"
 #include "zip_engine.h"
+#include "zip_oplist.h"
 
 #define IST_ZIP_EAGER_LIMIT (64L * 1024)
 #define IST_ZIP_CREDIT (1L << 20)        /* eager bytes one sender may have at one receiver */
@@ -46,37 +47,8 @@ static long credit_per_pair;
 static long *credit; /* world rank -> eager bytes this rank may still send it */
 static long *owed;   /* world rank -> eager bytes taken from it, not yet given back */
 
-/* The engine's lists of ops: receives not yet matched (in posting order), ops with a
- * native request under way, synchronous eager sends waiting for their ACK, rendezvous
- * sends waiting for their CTS, receives waiting for their bulk data, and cancelled receives
- * to complete at the next progress. */
-struct oplist {
-    struct ist_zop *head, *tail;
-};
-static struct oplist posted, native_ops, sync_waits, rts_waits, rdata_waits, cancelled;
-
-static void list_add(struct oplist *l, struct ist_zop *op)
-{
-    op->next = NULL;
-    op->prev = l->tail;
-    if (l->tail) l->tail->next = op;
-    else l->head = op;
-    l->tail = op;
-    op->list = l;
-}
-
-static void list_remove(struct oplist *l, struct ist_zop *op)
-{
-    if (op->prev) op->prev->next = op->next;
-    else l->head = op->next;
-    if (op->next) op->next->prev = op->prev;
-    else l->tail = op->prev;
-    op->next = op->prev = NULL;
-    op->list = NULL;
-}
-
 /* The op on l waiting for message id from world rank peer. */
-static struct ist_zop *waiting(struct oplist *l, uint32_t id, int peer)
+static struct ist_zop *waiting(struct ist_zip_oplist *l, uint32_t id, int peer)
 {
     for (struct ist_zop *op = l->head; op; op = op->next)
         if (op->sync_id == id && op->rdv_peer == peer) return op;
@@ -160,7 +132,7 @@ static void rendezvous_done(struct ist_zop *op)
 
 static void bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, size_t len)
 {
-    struct ist_zop *op = waiting(&rdata_waits, id, src);
+    struct ist_zop *op = waiting(&ist_zip_lists.rdata_waits, id, src);
     if (!op || (long long)(offset + len) > op->rdv_bytes)
         ist_zip_fatal("data of rendezvous %u from rank %d that no receive asked for", id, src);
     if ((long long)offset < op->rdv_fits) { /* what the receive has no room for is dropped */
@@ -169,7 +141,7 @@ static void bulk_arrived(int src, uint32_t id, uint64_t offset, const char *p, s
     }
     op->rdv_got += (long long)len;
     if (op->rdv_got == op->rdv_bytes) {
-        list_remove(&rdata_waits, op);
+        ist_zip_list_remove(&ist_zip_lists.rdata_waits, op);
         rendezvous_done(op);
     }
 }
@@ -198,7 +170,7 @@ static void receive_into(struct ist_zop *op, struct zmsg *m)
         send_control(m->src_world, ZMSG_CTS, m->h.id, 0);
         free(m);
         if (op->rdv_bytes == 0) rendezvous_done(op);
-        else list_add(&rdata_waits, op);
+        else ist_zip_list_add(&ist_zip_lists.rdata_waits, op);
         return;
     }
     long long esize = ist_type_bytes(1, op->type);
@@ -258,8 +230,8 @@ static void message_arrived(struct zmsg *m)
     struct ist_zop *op;
     switch (m->h.kind) {
     case ZMSG_ACK:
-        if ((op = waiting(&sync_waits, m->h.id, m->src_world))) {
-            list_remove(&sync_waits, op);
+        if ((op = waiting(&ist_zip_lists.sync_waits, m->h.id, m->src_world))) {
+            ist_zip_list_remove(&ist_zip_lists.sync_waits, op);
             complete(op);
         }
         break;
@@ -267,15 +239,15 @@ static void message_arrived(struct zmsg *m)
         credit[m->src_world] += (long)m->h.bytes;
         break;
     case ZMSG_CTS:
-        if ((op = waiting(&rts_waits, m->h.id, m->src_world))) {
-            list_remove(&rts_waits, op);
+        if ((op = waiting(&ist_zip_lists.rts_waits, m->h.id, m->src_world))) {
+            ist_zip_list_remove(&ist_zip_lists.rts_waits, op);
             send_rdata(op);
         }
         break;
     default: /* EAGER, SYNC, RTS: to the oldest matching receive, or unexpected */
-        for (op = posted.head; op; op = op->next)
+        for (op = ist_zip_lists.posted.head; op; op = op->next)
             if (matches(op, m)) {
-                list_remove(&posted, op);
+                ist_zip_list_remove(&ist_zip_lists.posted, op);
                 receive_into(op, m);
                 return;
             }
@@ -305,7 +277,7 @@ struct zmsg *ist_zip_take_unexpected(struct ist_zcomm *c, int source, int tag)
 static void finish_native(struct ist_zop *op, const MPI_Status *st)
 {
     if (op->kind == IST_ZOP_RECV) {
-        op->st_source = st->MPI_SOURCE >= 0 ? op->comm->from_local[st->MPI_SOURCE] : st->MPI_SOURCE;
+        op->st_source = st->MPI_SOURCE >= 0 ? op->comm->from_site[st->MPI_SOURCE] : st->MPI_SOURCE;
         op->st_tag = st->MPI_TAG;
         op->st_error = MPI_SUCCESS; /* MPI_Test leaves MPI_ERROR unset */
         MPI_Count n;
@@ -335,37 +307,37 @@ static void progress_native(void)
     enum { HELD_MAX = 64 };
     const struct ist_zop *held[HELD_MAX];
     int nheld = 0;
-    for (struct ist_zop *op = posted.head, *next; op; op = next) {
+    for (struct ist_zop *op = ist_zip_lists.posted.head, *next; op; op = next) {
         next = op->next;
         struct ist_zcomm *c = op->comm;
-        if (op->peer != MPI_ANY_SOURCE && c->local_rank[op->peer] < 0) continue;
+        if (op->peer != MPI_ANY_SOURCE && c->site_rank[op->peer] < 0) continue;
         int blocked = nheld == HELD_MAX;
         for (int i = 0; i < nheld && !blocked; i++) blocked = overlap(held[i], op);
         if (blocked) {
             if (nheld < HELD_MAX) held[nheld++] = op;
             continue;
         }
-        int src = op->peer == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->local_rank[op->peer];
+        int src = op->peer == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->site_rank[op->peer];
         int flag = 0;
         MPI_Message msg;
         MPI_Status st;
-        PMPI_Improbe(src, op->tag, c->local, &flag, &msg, &st);
+        PMPI_Improbe(src, op->tag, c->site_comm, &flag, &msg, &st);
         if (!flag) {
             held[nheld++] = op;
             continue;
         }
-        list_remove(&posted, op);
+        ist_zip_list_remove(&ist_zip_lists.posted, op);
         PMPI_Imrecv(op->buf, op->count, op->type, &msg, &op->native);
-        list_add(&native_ops, op);
+        ist_zip_list_add(&ist_zip_lists.native_ops, op);
     }
-    for (struct ist_zop *op = native_ops.head, *next; op; op = next) {
+    for (struct ist_zop *op = ist_zip_lists.native_ops.head, *next; op; op = next) {
         next = op->next;
         int flag = 0;
         MPI_Status st;
         if (PMPI_Test(&op->native, &flag, &st) != MPI_SUCCESS)
             ist_zip_fatal("a native message on a spanning communicator failed");
         if (!flag) continue;
-        list_remove(&native_ops, op);
+        ist_zip_list_remove(&ist_zip_lists.native_ops, op);
         finish_native(op, &st);
     }
 }
@@ -383,9 +355,9 @@ void ist_zip_progress(void)
     ist_zip_transport_progress();
     progress_native();
     if (schedules_progress) schedules_progress();
-    while (cancelled.head) {
-        struct ist_zop *op = cancelled.head;
-        list_remove(&cancelled, op);
+    while (ist_zip_lists.cancelled.head) {
+        struct ist_zop *op = ist_zip_lists.cancelled.head;
+        ist_zip_list_remove(&ist_zip_lists.cancelled, op);
         complete(op);
     }
     in_progress = 0;
@@ -419,17 +391,17 @@ struct ist_zop *ist_zip_new_recv_op(struct ist_zcomm *c, void *buf, int count, M
     return new_op(IST_ZOP_RECV, c, buf, count, type, MPI_ANY_SOURCE, MPI_ANY_TAG);
 }
 
-void ist_zip_native_op(struct ist_zop *op) { list_add(&native_ops, op); }
+void ist_zip_native_op(struct ist_zop *op) { ist_zip_list_add(&ist_zip_lists.native_ops, op); }
 
 struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, MPI_Datatype type,
                               int dest, int tag, int sync)
 {
     struct ist_zop *op = new_op(IST_ZOP_SEND, c, (void *)buf, count, type, dest, tag);
-    if (dest == MPI_PROC_NULL || c->local_rank[dest] >= 0) {
-        int to = dest == MPI_PROC_NULL ? MPI_PROC_NULL : c->local_rank[dest];
-        if (sync) PMPI_Issend(buf, count, type, to, tag, c->local, &op->native);
-        else PMPI_Isend(buf, count, type, to, tag, c->local, &op->native);
-        list_add(&native_ops, op);
+    if (dest == MPI_PROC_NULL || c->site_rank[dest] >= 0) {
+        int to = dest == MPI_PROC_NULL ? MPI_PROC_NULL : c->site_rank[dest];
+        if (sync) PMPI_Issend(buf, count, type, to, tag, c->site_comm, &op->native);
+        else PMPI_Isend(buf, count, type, to, tag, c->site_comm, &op->native);
+        ist_zip_list_add(&ist_zip_lists.native_ops, op);
         ist_zip_progress();
         return op;
     }
@@ -452,13 +424,13 @@ struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, M
             PMPI_Pack(buf, count, type, copy, (int)bytes, &pos, MPI_COMM_SELF);
         }
         ist_zip_send_message(to, &h, copy, (size_t)bytes, copy, NULL, NULL);
-        if (sync) list_add(&sync_waits, op);
+        if (sync) ist_zip_list_add(&ist_zip_lists.sync_waits, op);
         else op->done = 1; /* the data are copied */
     } else {
         struct zmsg_hdr h = {.context = c->context, .tag = tag, .kind = ZMSG_RTS,
                              .bytes = (uint64_t)bytes, .id = op->sync_id};
         ist_zip_send_message(to, &h, NULL, 0, NULL, NULL, NULL);
-        list_add(&rts_waits, op);
+        ist_zip_list_add(&ist_zip_lists.rts_waits, op);
     }
     ist_zip_progress();
     return op;
@@ -471,8 +443,8 @@ struct ist_zop *ist_zip_irecv(struct ist_zcomm *c, void *buf, int count, MPI_Dat
 {
     struct ist_zop *op = new_op(IST_ZOP_RECV, c, buf, count, type, source, tag);
     if (source == MPI_PROC_NULL) {
-        PMPI_Irecv(buf, count, type, MPI_PROC_NULL, tag, c->local, &op->native);
-        list_add(&native_ops, op);
+        PMPI_Irecv(buf, count, type, MPI_PROC_NULL, tag, c->site_comm, &op->native);
+        ist_zip_list_add(&ist_zip_lists.native_ops, op);
         return op;
     }
     ist_zip_progress();
@@ -482,7 +454,7 @@ struct ist_zop *ist_zip_irecv(struct ist_zcomm *c, void *buf, int count, MPI_Dat
         ist_zip_progress();
         return op;
     }
-    list_add(&posted, op);
+    ist_zip_list_add(&ist_zip_lists.posted, op);
     ist_zip_progress();
     return op;
 }
@@ -503,95 +475,3 @@ int ist_zip_iprobe_forwarded(struct ist_zcomm *c, int source, int tag, MPI_Statu
         }
     return 0;
 }
-
-void ist_zip_status_of(const struct ist_zop *op, MPI_Status *status)
-{
-    if (status == MPI_STATUS_IGNORE) return;
-    status->MPI_SOURCE = op->st_source;
-    status->MPI_TAG = op->st_tag;
-    status->MPI_ERROR = op->st_error;
-    PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)op->st_bytes);
-    PMPI_Status_set_cancelled(status, op->cancelled);
-}
-
-void ist_zip_free_op(struct ist_zop *op) { free(op); }
-
-int ist_zip_wait_ops(int n, struct ist_zop **ops, MPI_Status *statuses)
-{
-    for (int tries = 0;; tries++) {
-        ist_zip_progress();
-        int all = 1;
-        for (int i = 0; i < n; i++) all &= ops[i]->done;
-        if (all) break;
-        ist_zip_idle(tries);
-    }
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < n; i++) {
-        if (ops[i]->st_error != MPI_SUCCESS) rc = n == 1 ? ops[i]->st_error : MPI_ERR_IN_STATUS;
-        if (statuses != MPI_STATUSES_IGNORE) ist_zip_status_of(ops[i], &statuses[i]);
-        free(ops[i]);
-    }
-    return rc;
-}
-
-/* ---- the application's handles: generalized requests ------------------------------ */
-
-static int greq_query(void *extra, MPI_Status *status)
-{
-    ist_zip_status_of(extra, status);
-    return ((struct ist_zop *)extra)->st_error;
-}
-
-static int greq_free(void *extra)
-{
-    struct ist_zop *op = extra;
-    op->greq_freed = 1;
-    if (op->done) free(op);
-    return MPI_SUCCESS;
-}
-
-static int greq_cancel(void *extra, int complete_already)
-{
-    struct ist_zop *op = extra;
-    if (complete_already || op->list != &posted)
-        return MPI_SUCCESS; /* sends and matched receives are not cancelled */
-    list_remove(&posted, op);
-    op->cancelled = 1;
-    op->st_source = MPI_ANY_SOURCE;
-    op->st_tag = MPI_ANY_TAG;
-    list_add(&cancelled, op);
-    return MPI_SUCCESS;
-}
-
-int ist_zip_give_handle(struct ist_zop *op, MPI_Request *request)
-{
-    if (op->kind == IST_ZOP_SEND && op->native != MPI_REQUEST_NULL && !op->done) {
-        /* a send inside the site: the native request itself */
-        list_remove(&native_ops, op);
-        *request = op->native;
-        free(op);
-        return MPI_SUCCESS;
-    }
-    int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, op, &op->greq);
-    if (rc != MPI_SUCCESS) return rc;
-    op->has_greq = 1;
-    *request = op->greq;
-    if (op->done) PMPI_Grequest_complete(op->greq);
-    return MPI_SUCCESS;
-}
-
-/* The live ops with an application handle are found by walking the engine's lists: a
- * Request_free before completion must leave the op to the engine. */
-int ist_zip_request_free(MPI_Request *request)
-{
-    struct oplist *lists[] = {&posted, &native_ops, &sync_waits, &rts_waits, &rdata_waits, &cancelled};
-    for (size_t l = 0; l < sizeof lists / sizeof *lists; l++)
-        for (struct ist_zop *op = lists[l]->head; op; op = op->next)
-            if (op->has_greq && op->greq == *request && !op->done) {
-                op->user_freed = 1;
-                *request = MPI_REQUEST_NULL;
-                return 1;
-            }
-    return 0;
-}
-

@@ -11,7 +11,7 @@ struct ist_zip_world {
     int world_rank, world_size;
     int site;         /* this job's site */
     int *site_of;     /* world rank -> site */
-    int *local_of;    /* world rank -> its rank in its site's job */
+    int *site_rank_of;    /* world rank -> its rank in its site's job */
 };
 extern struct ist_zip_world ist_zip;
 

@@ -72,7 +72,7 @@ static int *world_of(MPI_Group g, int *n)
     PMPI_Group_free(&site);
     for (int i = 0; i < *n; i++) {
         int w = 0;
-        while (w < ist_zip.world_size && !(ist_zip.site_of[w] == ist_zip.site && ist_zip.local_of[w] == local[i])) w++;
+        while (w < ist_zip.world_size && !(ist_zip.site_of[w] == ist_zip.site && ist_zip.site_rank_of[w] == local[i])) w++;
         ranks[i] = w;
     }
     free(local);
@@ -252,7 +252,7 @@ static int native_group_of_members(const int *w, int n, MPI_Group *out)
 {
     int *local = malloc(sizeof *local * (size_t)(n ? n : 1)), k = 0;
     for (int i = 0; i < n; i++)
-        if (ist_zip.site_of[w[i]] == ist_zip.site) local[k++] = ist_zip.local_of[w[i]];
+        if (ist_zip.site_of[w[i]] == ist_zip.site) local[k++] = ist_zip.site_rank_of[w[i]];
     MPI_Group site;
     PMPI_Comm_group(MPI_COMM_WORLD, &site);
     int rc = PMPI_Group_incl(site, k, local, out);
@@ -270,7 +270,7 @@ static int native_group(MPI_Group g, MPI_Group *out)
             free(w);
             return MPI_ERR_GROUP;
         }
-        w[i] = ist_zip.local_of[w[i]];
+        w[i] = ist_zip.site_rank_of[w[i]];
     }
     MPI_Group site;
     PMPI_Comm_group(MPI_COMM_WORLD, &site);
@@ -302,7 +302,7 @@ int ist_span_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info in
 {
     struct ist_zcomm *c = ist_zip_comm(comm);
     if (!c) return 0;
-    *rc = PMPI_Comm_split_type(c->local, split_type, key, info, newcomm);
+    *rc = PMPI_Comm_split_type(c->site_comm, split_type, key, info, newcomm);
     return 1;
 }
 
@@ -346,7 +346,7 @@ int ist_span_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm
     MPI_Comm native = MPI_COMM_NULL;
     if (*rc == MPI_SUCCESS) *rc = native_group_of_members(w, n, &g);
     if (*rc == MPI_SUCCESS) {
-        *rc = PMPI_Comm_create_group(c->local, g, tag, &native);
+        *rc = PMPI_Comm_create_group(c->site_comm, g, tag, &native);
         PMPI_Group_free(&g);
     }
     if (*rc == MPI_SUCCESS) *rc = ist_zip_register(native, context, n, me, w, newcomm);

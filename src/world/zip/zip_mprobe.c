@@ -52,8 +52,8 @@ int ist_zip_improbe(struct ist_zcomm *c, int source, int tag, int *flag, MPI_Mes
 {
     ist_zip_progress();
     *flag = 0;
-    if (source == MPI_PROC_NULL) return PMPI_Improbe(source, tag, c->local, flag, message, status);
-    int local = source == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->local_rank[source];
+    if (source == MPI_PROC_NULL) return PMPI_Improbe(source, tag, c->site_comm, flag, message, status);
+    int local = source == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->site_rank[source];
     struct zmsg *m = source == MPI_ANY_SOURCE || local < 0 ? ist_zip_take_unexpected(c, source, tag) : NULL;
     if (m) {
         /* Matched now: take its data (a rendezvous fetches them), then send them to self. */
@@ -83,10 +83,10 @@ int ist_zip_improbe(struct ist_zcomm *c, int source, int tag, int *flag, MPI_Mes
     }
     if (source != MPI_ANY_SOURCE && local < 0) return MPI_SUCCESS;
     MPI_Status st;
-    int rc = PMPI_Improbe(local, tag, c->local, flag, message, &st);
+    int rc = PMPI_Improbe(local, tag, c->site_comm, flag, message, &st);
     if (rc != MPI_SUCCESS || !*flag) return rc;
     remember(*message, c);
-    st.MPI_SOURCE = c->from_local[st.MPI_SOURCE];
+    st.MPI_SOURCE = c->from_site[st.MPI_SOURCE];
     if (status != MPI_STATUS_IGNORE) *status = st;
     return MPI_SUCCESS;
 }
@@ -111,7 +111,7 @@ int ist_zip_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
         st.MPI_SOURCE = k->source;
         st.MPI_TAG = k->tag;
     } else if (st.MPI_SOURCE >= 0) {
-        st.MPI_SOURCE = k->comm->from_local[st.MPI_SOURCE];
+        st.MPI_SOURCE = k->comm->from_site[st.MPI_SOURCE];
     }
     if (status != MPI_STATUS_IGNORE) *status = st;
     forget(k);

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backoff.h"
+#include "world.h"
 #include "zip.h"
 #include "zip_engine.h"
 #include "wire.h"
@@ -394,12 +396,12 @@ void ist_zip_transport_progress(void)
     }
 }
 
-/* Sleep a little between tries of a wait: a forwarder with something to read, or with
- * room for what this rank has to write, ends it. */
+/* Pause between tries of a wait as the sleeping waits do (ist_wait_backoff): a forwarder
+ * with something to read, or with room for what this rank has to write, ends it early. */
 void ist_zip_idle(int tries)
 {
-    if (tries < 50) return;
-    long pause_ns = 5000L << (tries - 50 < 5 ? tries - 50 : 5); /* 5 us doubling to 160 us */
+    long pause_ns = ist_backoff_ns(&ist_wait_backoff, tries);
+    if (pause_ns <= 0) return;
     struct pollfd pfd[16];
     int n = nfwds < 16 ? nfwds : 16;
     for (int i = 0; i < n; i++)

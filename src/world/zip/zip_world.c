@@ -101,18 +101,18 @@ static struct ist_zcomm *new_comm(MPI_Comm handle, MPI_Comm local, uint64_t cont
 {
     struct ist_zcomm *c = calloc(1, sizeof *c);
     c->handle = handle;
-    c->local = local;
+    c->site_comm = local;
     c->context = context;
     c->size = size;
     c->rank = rank;
     c->world = malloc(sizeof *c->world * (size_t)size);
-    c->local_rank = malloc(sizeof *c->local_rank * (size_t)size);
-    c->from_local = malloc(sizeof *c->from_local * (size_t)size);
+    c->site_rank = malloc(sizeof *c->site_rank * (size_t)size);
+    c->from_site = malloc(sizeof *c->from_site * (size_t)size);
     int n = 0;
     for (int r = 0; r < size; r++) {
         c->world[r] = world[r];
-        c->local_rank[r] = ist_zip.site_of[world[r]] == ist_zip.site ? n : -1;
-        if (c->local_rank[r] >= 0) c->from_local[n++] = r;
+        c->site_rank[r] = ist_zip.site_of[world[r]] == ist_zip.site ? n : -1;
+        if (c->site_rank[r] >= 0) c->from_site[n++] = r;
     }
     return c;
 }
@@ -143,7 +143,7 @@ void ist_zip_init(void)
         ist_zip_fatal("ISTHMUS_ZIP_SITES is set without ISTHMUS_ZIP_SITE and ISTHMUS_ZIP_FORWARDERS");
     ist_zip.site = atoi(site);
     ist_zip.site_of = parse_sites(sites, &ist_zip.world_size);
-    ist_zip.local_of = malloc(sizeof *ist_zip.local_of * (size_t)ist_zip.world_size);
+    ist_zip.site_rank_of = malloc(sizeof *ist_zip.site_rank_of * (size_t)ist_zip.world_size);
     int native_rank, native_size, mine = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &native_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &native_size);
@@ -152,8 +152,8 @@ void ist_zip_init(void)
     for (int w = 0; w < ist_zip.world_size; w++) {
         int s = ist_zip.site_of[w];
         if (s >= ist_zip.world_size) ist_zip_fatal("ISTHMUS_ZIP_SITES: site %d of %d ranks", s, ist_zip.world_size);
-        ist_zip.local_of[w] = count[s]++;
-        if (s == ist_zip.site && ist_zip.local_of[w] == native_rank) ist_zip.world_rank = w;
+        ist_zip.site_rank_of[w] = count[s]++;
+        if (s == ist_zip.site && ist_zip.site_rank_of[w] == native_rank) ist_zip.world_rank = w;
     }
     mine = count[ist_zip.site];
     free(count);
@@ -234,7 +234,7 @@ int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm)
     free(counts);
     free(displs);
     MPI_Comm native;
-    if (rc == MPI_SUCCESS) rc = PMPI_Comm_split(c->local, color, key, &native);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_split(c->site_comm, color, key, &native);
     if (rc != MPI_SUCCESS || color == MPI_UNDEFINED) {
         *newcomm = MPI_COMM_NULL;
         free(all);
@@ -269,8 +269,8 @@ int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm)
 static void free_arrays(struct ist_zcomm *c)
 {
     free(c->world);
-    free(c->local_rank);
-    free(c->from_local);
+    free(c->site_rank);
+    free(c->from_site);
     free(c);
 }
 
@@ -278,8 +278,8 @@ int ist_zip_free_comm(struct ist_zcomm *c)
 {
     if (c->handle == MPI_COMM_WORLD) return MPI_ERR_COMM;
     ist_zip_comms_remove(c);
-    PMPI_Comm_free(&c->coll->local);
-    PMPI_Comm_free(&c->local);
+    PMPI_Comm_free(&c->coll->site_comm);
+    PMPI_Comm_free(&c->site_comm);
     if (c->topo) c->free_topo(c->topo);
     free_arrays(c->coll);
     free_arrays(c);

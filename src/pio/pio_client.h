@@ -1,0 +1,29 @@
+/* What pio's client files share (pio_client.c: set-up, waits, files; pio_transfer.c:
+ * writes and reads). Not part of pio's interface (pio.h). */
+#ifndef ISTHMUS_PIO_CLIENT_H
+#define ISTHMUS_PIO_CLIENT_H
+
+#include <mpi.h>
+
+#include "pio_layout.h"
+#include "pio_protocol.h"
+
+struct pio_file {
+    pio_ctx *ctx;
+    int id, flags;
+    char name[256];
+    struct pio_layout layout;
+    struct pio_view view;
+    int64_t known_size; /* at least the file's size: at open, after own writes, at the last stat */
+};
+
+/* Every rank's rc agreed on comm: the lowest, with its rank's message. */
+int pio_agree(MPI_Comm comm, int rc);
+/* Cancel and free n requests a failed wait leaves. */
+void pio_abandon(MPI_Request *r, int n);
+/* Wait for any of n requests to servers who[i], within the client's deadline. */
+int pio_wait_any(const struct pio_ctx *c, int n, MPI_Request *r, const int *who, int *index, MPI_Status *st);
+/* The error a server's reply carries, as pio's own. */
+int pio_reply_error(const struct pio_ctx *c, const struct pio_msg *rep, int s, const char *what, const char *name);
+
+#endif
