@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "clock.h"
 #include "world.h"
 #include "zip.h"
 #include "zip_engine.h"
@@ -407,6 +408,7 @@ void ist_zip_idle(int tries)
     for (int i = 0; i < n; i++)
         pfd[i] = (struct pollfd){.fd = fwds[i].fd,
                                  .events = (short)(POLLIN | (has_output(&fwds[i]) ? POLLOUT : 0))};
-    struct timespec ts = {0, pause_ns};
+    /* real time (wait.c says why): ppoll's timeout lasts K times longer when dilated */
+    struct timespec ts = {0, (long)((double)pause_ns / ist_dilation())};
     ppoll(pfd, (nfds_t)n, &ts, NULL);
 }
