@@ -15,13 +15,6 @@
  * round trips); long ones, up to about 1 ms, while the others' pairs are measured. */
 static const struct ist_backoff ping_pauses = {.spins = 0, .hold = 0, .min_ns = 2000, .max_ns = 32000};
 static const struct ist_backoff idle_pauses = {.spins = 0, .hold = 0, .min_ns = 2000, .max_ns = 1024000};
-
-/* In real time, also when dilated: src/world/wait.c says why. */
-static void pause_real(const struct ist_backoff *b, int tries)
-{
-    long ns = ist_backoff_ns(b, tries);
-    if (ns > 0) ist_real_nanosleep(ns);
-}
 #define TAG_PING 0x4953 /* on the layer's private communicator */
 #define TAG_TURN 0x4956
 
@@ -68,7 +61,7 @@ static void ping_pairs(MPI_Comm comm, int me, const int *rep, const struct ist_h
         int i = MPI_UNDEFINED, done = 0;
         PMPI_Testany(n, recv, &i, &done, MPI_STATUS_IGNORE);
         if (!done) {
-            if (ist_sleep_wait) pause_real(&ping_pauses, tries);
+            if (ist_sleep_wait) ist_backoff_sleep(&ping_pauses, tries);
             tries++;
             continue;
         }
@@ -150,7 +143,7 @@ void ist_discover_agree_idly(const double *mine, double *out, int n, MPI_Comm co
     for (int done = 0, tries = 0;; tries++) {
         PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
         if (done) break;
-        if (ist_sleep_wait) pause_real(&idle_pauses, tries);
+        if (ist_sleep_wait) ist_backoff_sleep(&idle_pauses, tries);
     }
 }
 

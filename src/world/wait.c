@@ -40,19 +40,15 @@ void ist_world_progress(void)
     if (ist_multi_site) ist_zip_progress();
 }
 
-/* The pause is real time, also when dilated: it gives this machine's core to another
- * rank, and a message that arrives meanwhile waits for its end. In virtual time it then
- * lasts 1/K of it, as the machine's other costs do (measured: pauses in virtual time,
- * up to 160 us whatever K, kept 8-byte round trips of 200-340 us from converging,
- * results/dilation/README.md). */
+/* The pause is virtual time when dilated (nanosleep is scaled): up to 160 us whatever K,
+ * which a message arriving meanwhile waits for. Pausing in real time instead was measured
+ * (at 8d7aa85, zipper/p2p-dilated at K = 2, 4, 8, 16): the 8-byte round trips improved
+ * at K = 8 but at K = 16 MPICH's more frequent tests used up its host's CPU share and the
+ * round trips grew 3-5x. A pause that follows the share is the next step (issue 44). */
 void ist_world_idle(int tries)
 {
-    if (ist_multi_site) {
-        ist_zip_idle(tries); /* the same pauses; its sockets end them early */
-        return;
-    }
-    long ns = ist_backoff_ns(&ist_wait_backoff, tries);
-    if (ns > 0) ist_real_nanosleep(ns);
+    if (ist_multi_site) ist_zip_idle(tries); /* the same pauses; its sockets end them early */
+    else ist_backoff_sleep(&ist_wait_backoff, tries);
 }
 
 /* Test with `test` until it reports completion, sleeping between tests as described.

@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #include "backoff.h"
-#include "clock.h"
 #include "world.h"
 #include "zip.h"
 #include "zip_engine.h"
@@ -408,7 +407,6 @@ void ist_zip_idle(int tries)
     for (int i = 0; i < n; i++)
         pfd[i] = (struct pollfd){.fd = fwds[i].fd,
                                  .events = (short)(POLLIN | (has_output(&fwds[i]) ? POLLOUT : 0))};
-    /* real time (wait.c says why): ppoll's timeout lasts K times longer when dilated */
-    struct timespec ts = {0, (long)((double)pause_ns / ist_dilation())};
+    struct timespec ts = {0, pause_ns}; /* virtual time when dilated: wait.c says why */
     ppoll(pfd, (nfds_t)n, &ts, NULL);
 }
