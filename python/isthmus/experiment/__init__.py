@@ -9,8 +9,9 @@ An experiment is a TOML file, `experiments/<area>/<name>.toml`:
     minutes = 12                  # about how long a full run takes here (for `list`)
     [params]                      # the runner's parameters (its module says which)
     ...
-    [quick]                       # what --quick changes: repetitions, and any params
+    [quick]                       # what --quick changes: repetitions, mpis, any params
     repetitions = 1
+    mpis = ["openmpi"]            # (optional) a check that it runs needs one MPI
     [quick.params]
     ...
 
@@ -145,9 +146,9 @@ def _check_types(path: Path, raw: dict[str, Any]) -> None:
     if minutes < 0 or minutes != minutes or minutes == float("inf"):
         raise UserError(f"{path}: minutes = {minutes!r}: expected a number of minutes >= 0")
     quick = raw.get("quick", {})
-    if set(quick) - {"repetitions", "params"}:
-        extra = sorted(set(quick) - {"repetitions", "params"})[0]
-        raise UserError(f"{path}: quick.{extra}: unknown key: expected repetitions, params")
+    if set(quick) - {"repetitions", "params", "mpis"}:
+        extra = sorted(set(quick) - {"repetitions", "params", "mpis"})[0]
+        raise UserError(f"{path}: quick.{extra}: unknown key: expected repetitions, params, mpis")
     if not isinstance(quick.get("params", {}), dict):
         raise UserError(f"{path}: quick.params = {quick['params']!r}: expected a table")
 
@@ -180,6 +181,8 @@ def load(name: str, quick: bool = False) -> Experiment:
     if kind not in KINDS:
         raise UserError(f"{path}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
     mpis = raw.get("mpis", list(MPIS))
+    if quick and "mpis" in raw.get("quick", {}):
+        mpis = raw["quick"]["mpis"]
     if not isinstance(mpis, list) or any(m not in MPIS for m in mpis):
         raise UserError(f"{path}: mpis = {mpis!r}: expected a list of {', '.join(MPIS)}")
     params = raw.get("params", {})
