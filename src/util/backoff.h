@@ -38,4 +38,9 @@ static inline void ist_backoff_sleep(const struct ist_backoff *b, int tries)
     nanosleep(&ts, NULL);
 }
 
+/* The sleeping waits' pause after `tries` failed tests, in real nanoseconds: as
+ * ist_wait_backoff when undilated, one that follows the host's CPU share when dilated
+ * (wait_pause.c says how). */
+long ist_wait_pause_ns(int tries);
+
 #endif

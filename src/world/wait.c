@@ -4,7 +4,8 @@
  * takes the core from the rank it waits for: an 8-rank Allreduce on 2 cores took about
  * 19 ms. In this mode a blocking call starts its nonblocking form and waits by testing:
  * ist_wait_backoff's tests back to back (a message that is about to arrive costs no
- * sleep), then sleeps between tests, from 5 us doubling up to 160 us (src/util/backoff.h). The generated
+ * sleep), then sleeps between tests, from 5 us doubling up to 160 us (src/util/backoff.h);
+ * when dilated, pauses that follow the host's CPU share (src/util/wait_pause.c). The generated
  * wrappers use these forms when ist_sleep_wait is set (isthmus run sets it when the
  * ranks outnumber the cores, or as the platform's layer.wait says). Collectives on
  * intercommunicators keep the blocking call (tools/genwrap.py says why). Making a
@@ -40,15 +41,15 @@ void ist_world_progress(void)
     if (ist_multi_site) ist_zip_progress();
 }
 
-/* The pause is virtual time when dilated (nanosleep is scaled): up to 160 us whatever K,
- * which a message arriving meanwhile waits for. Pausing in real time instead was measured
- * (at 8d7aa85, zipper/p2p-dilated at K = 2, 4, 8, 16): the 8-byte round trips improved
- * at K = 8 but at K = 16 MPICH's more frequent tests used up its host's CPU share and the
- * round trips grew 3-5x. A pause that follows the share is the next step (issue 44). */
+/* The pause follows the host's CPU share when dilated (src/util/wait_pause.c) and ends
+ * early when a socket has something to read (wait_sockets.c). */
 void ist_world_idle(int tries)
 {
-    if (ist_multi_site) ist_zip_idle(tries); /* the same pauses; its sockets end them early */
-    else ist_backoff_sleep(&ist_wait_backoff, tries);
+    if (ist_multi_site) {
+        ist_zip_idle(tries); /* the same pauses; its sockets end them early */
+        return;
+    }
+    ist_wait_pause(ist_wait_pause_ns(tries), tries); /* the MPI's sockets end it early */
 }
 
 /* Test with `test` until it reports completion, sleeping between tests as described.

@@ -58,11 +58,14 @@ int ist_world_waitany(int n, MPI_Request requests[], int *index, MPI_Status *sta
 extern int ist_sleep_wait;
 void ist_sleep_wait_init(void); /* from ISTHMUS_WAIT, by ist_world_init */
 /* Between the tests of a wait: move what carries messages between sites (nothing
- * natively), then pause as ist_wait_backoff (src/util/backoff.h) says after `tries`
+ * natively), then pause as ist_wait_pause_ns (src/util/backoff.h) says after `tries`
  * failed tests. */
 
 void ist_world_progress(void);
 void ist_world_idle(int tries);
+/* Pause real_ns of real time, less when one of the process's sockets has something to
+ * read (wait_sockets.c); `tries` as ist_world_idle's. */
+void ist_wait_pause(long real_ns, int tries);
 /* Test until done, pausing between tests (wait.c says how long). */
 int ist_sleep_until_done(MPI_Request *request, MPI_Status *status);
 /* The hand-written sleeping forms (tools/genwrap.py's HAND_SLEEP). */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "clock.h"
 #include "world.h"
 #include "zip.h"
 #include "zip_engine.h"
@@ -396,17 +397,19 @@ void ist_zip_transport_progress(void)
     }
 }
 
-/* Pause between tries of a wait as the sleeping waits do (ist_wait_backoff): a forwarder
+/* Pause between tries of a wait as the sleeping waits do (ist_wait_pause_ns): a forwarder
  * with something to read, or with room for what this rank has to write, ends it early. */
 void ist_zip_idle(int tries)
 {
-    long pause_ns = ist_backoff_ns(&ist_wait_backoff, tries);
+    long pause_ns = ist_wait_pause_ns(tries); /* real time */
     if (pause_ns <= 0) return;
     struct pollfd pfd[16];
     int n = nfwds < 16 ? nfwds : 16;
     for (int i = 0; i < n; i++)
         pfd[i] = (struct pollfd){.fd = fwds[i].fd,
                                  .events = (short)(POLLIN | (has_output(&fwds[i]) ? POLLOUT : 0))};
-    struct timespec ts = {0, pause_ns}; /* virtual time when dilated: wait.c says why */
+    /* ppoll's timeout lasts K times longer when dilated */
+    long timeout_ns = (long)((double)pause_ns / ist_dilation());
+    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
     ppoll(pfd, (nfds_t)n, &ts, NULL);
 }
