@@ -10,9 +10,8 @@
  * PMPI_X is the site's MPI and nothing else. A call that must wait as the application's
  * calls do, or whose communicator may span sites, goes through src/world: ist_own_X (the
  * site's MPI, sleeping in sleep mode), ist_span_X (carried across sites), ist_world_X
- * (either, as the communicator needs). The one exception is inside src/world: the
- * communicator, group and topology queries src/world/zip defines as MPI_X themselves
- * (no generated wrapper covers them yet) are called there by that name.
+ * (either, as the communicator needs; generated for the unprofiled calls of
+ * mpi_functions.txt). Every MPI_X libisthmus defines is in that list.
  *
  * The wrappers' fast path is one load of ist_profiling and, when that is set, one of the
  * thread-local ist_depth: a wrapper entered from inside another (MPICH's Fortran entries

@@ -133,8 +133,8 @@ int ist_topology_init(MPI_Comm world_dup)
 {
     /* MPI_Comm_size and friends, not PMPI_: under zipper forwarding world_dup spans the
      * sites and src/world/zip defines them (otherwise they pass straight to the MPI). */
-    MPI_Comm_size(world_dup, &world_size);
-    MPI_Comm_rank(world_dup, &world_rank);
+    ist_world_Comm_size(world_dup, &world_size);
+    ist_world_Comm_rank(world_dup, &world_rank);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &comm_keyval, NULL);
 
     struct rank_identity me;
@@ -238,17 +238,17 @@ const char *ist_cluster_name(int cluster) { return cluster_names[cluster]; }
 int ist_rank_cluster(int r) { return rank_cluster[r]; }
 const char *ist_rank_host(int r) { return rank_host[r]; }
 
-/* The group calls are MPI_ ones: src/world/zip defines them (zip_group.c), answering for
- * communicators that span sites in world ranks; otherwise they pass straight to the MPI. */
+/* The group calls are ist_world_X ones (generated, world_calls.h): src/world/zip answers
+ * for communicators that span sites, in world ranks (zip_group.c); otherwise the MPI. */
 static int *translate_group(MPI_Group group, int n)
 {
     MPI_Group world_group;
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    ist_world_Comm_group(MPI_COMM_WORLD, &world_group);
     int *ranks = malloc((size_t)n * sizeof(int));
     int *out = malloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) ranks[i] = i;
-    MPI_Group_translate_ranks(group, n, ranks, world_group, out);
-    MPI_Group_free(&world_group);
+    ist_world_Group_translate_ranks(group, n, ranks, world_group, out);
+    ist_world_Group_free(&world_group);
     free(ranks);
     return out;
 }
@@ -258,11 +258,11 @@ static struct ist_comm_info *make_info(MPI_Comm comm)
     struct ist_comm_info *info = calloc(1, sizeof *info);
     MPI_Group group;
     PMPI_Comm_test_inter(comm, &info->inter);
-    MPI_Comm_size(comm, &info->size);
-    MPI_Comm_rank(comm, &info->rank);
-    MPI_Comm_group(comm, &group);
+    ist_world_Comm_size(comm, &info->size);
+    ist_world_Comm_rank(comm, &info->rank);
+    ist_world_Comm_group(comm, &group);
     info->world = translate_group(group, info->size);
-    MPI_Group_free(&group);
+    ist_world_Group_free(&group);
     if (info->inter) {
         PMPI_Comm_remote_size(comm, &info->remote_size);
         PMPI_Comm_remote_group(comm, &group);

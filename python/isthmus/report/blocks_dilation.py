@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from isthmus.report import results
 from isthmus.report.results import made_by, pct, table
 
@@ -51,6 +53,13 @@ def block_interposition(res: dict[str, Any]) -> str:
     ]
     body += [[f"clock {n}"] + [f"{r['clock_ratio'][n]:.2f}" for r in rows] for n in clock_names]
     body += [[f"sleep {n}"] + [f"{r['sleep_ratio'][n]:.2f}" for r in rows] for n in sleep_names]
+    wake_lines = {"sleep0_cpu_ns": "us of CPU per nanosleep(0)",
+                  "pingpong_cpu_ns": "us of CPU per wake-up (two threads, pipes)",
+                  "sleep1us_real_ns": "us a 1 us nanosleep lasts (slack 1 ns)"}  # fmt: skip
+    for n, what in wake_lines.items():
+        if all(n in r.get("wake_ns", {}) for r in rows):
+            body.append([what] + [f"{r['wake_ns'][n]['median'] / 1e3:.1f} "
+                                  f"({pct(r['wake_ns'][n]['spread'])})" for r in rows])  # fmt: skip
     text = (f"Real time per unit of the program's time at K = {k:g}: a scaled clock or sleep "
             f"shows {k:g}, an unscaled one 1 (CPU time must stay 1):\n\n")  # fmt: skip
     return text + table(head, body, right_from=1) + "\n" + made_by(res) + "\n"
@@ -165,3 +174,49 @@ def scale_completed(res: dict[str, Any]) -> tuple[str, str, str, bool]:
         f"{worst['wall_real_s']['median']:.0f} s real ({worst['mpi']})",
         len(done) == len(rows),
     )
+
+
+# The same rows at four K, for the fit below.
+LADDERS = {
+    "zipper/p2p-dilated": [
+        "zipper/p2p-dilated",
+        "zipper/p2p-dilated-2x",
+        "zipper/p2p-dilated-8",
+        "zipper/p2p-dilated-16",
+    ],
+}
+
+
+def fit_dilation(ks: list[float], figures: list[float]) -> tuple[float, float]:
+    """Least squares of figure = F + R / K: F, the figure at infinite dilation (virtual
+    time), and R, the real time per operation that dilation divides by K (what is left of
+    the machine in a figure: wake-ups, system calls, the uncapped router and forwarder)."""
+    a = np.column_stack([np.ones(len(ks)), 1.0 / np.asarray(ks)])
+    (f, r), *_ = np.linalg.lstsq(a, np.asarray(figures), rcond=None)
+    return float(f), float(r)
+
+
+def block_extrapolation(res: dict[str, Any]) -> str:
+    """Every row at each K of its ladder, the fit figure = F + R / K, and the K at which
+    that fit puts K and 2 x K within 5% of each other (R / (2 K F + R) <= 0.05)."""
+    runs = [results.load_result(name) for name in LADDERS[res["header"]["experiment"]]]
+    if any(r is None for r in runs):
+        return results.missing(", ".join(LADDERS[res["header"]["experiment"]]))
+    ks = [float(r["header"]["dilate"]) for r in runs]
+    by = [{_key(row): row for row in r["rows"]} for r in runs]
+    body = []
+    for row in runs[0]["rows"]:
+        found = [b.get(_key(row)) for b in by]
+        if any(f is None for f in found):
+            continue
+        figures = [float(f["median"]) for f in found]
+        f, r = fit_dilation(ks, figures)
+        k5 = 9.5 * r / f if f > 0 and r > 0 else 1.0
+        body.append([_label(row), *(f"{v:.1f}" for v in figures), f"{f:.1f}", f"{r:.0f}",
+                     f"{max(1.0, k5):.0f}"])  # fmt: skip
+    head = ["row", *(f"K = {k:g}" for k in ks), "fit: at infinite K", "fit: real us per operation",
+            "K where K and 2 K agree within 5%"]  # fmt: skip
+    text = ("Each figure against K, fit as F + R / K (least squares over the four K): F is "
+            "what the platform gives, R what this machine adds per operation in real time, "
+            "which dilation divides by K.\n\n")  # fmt: skip
+    return text + table(head, body, right_from=1) + "\n" + "".join(made_by(r) + "\n" for r in runs)

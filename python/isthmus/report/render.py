@@ -129,6 +129,7 @@ BLOCKS.update(
         "zipper/p2p-dilated-8": Block("zipper/p2p-dilated-8", z.block_p2p),
         "zipper/p2p-dilated-16": Block("zipper/p2p-dilated-16", z.block_p2p),
         "dilation/convergence-zipper-8-16": Block("zipper/p2p-dilated-8", dil.block_convergence),
+        "dilation/extrapolation-zipper": Block("zipper/p2p-dilated", dil.block_extrapolation),
         "model/bcast-dilated": Block("model/bcast-dilated", apps.block_model),
         "model/bcast-dilated-2x": Block("model/bcast-dilated-2x", apps.block_model),
         "dilation/convergence-bcast": Block("model/bcast-dilated", dil.block_convergence),

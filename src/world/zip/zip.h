@@ -78,6 +78,12 @@ void ist_zip_comms_remove(struct ist_zcomm *c);
 /* End the whole run (every site) with a message naming `call`, when comm spans sites. */
 void ist_zip_native_only(MPI_Comm comm, const char *call);
 void ist_zip_refuse(const char *call, const char *why) __attribute__((noreturn));
+/* An ist_span_X served the call: its result in *answer (world_calls.h's convention). */
+static inline int ist_answered(int *answer, int result)
+{
+    *answer = result;
+    return 1;
+}
 
 /* Communicators (zip_world.c). */
 int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm);

@@ -88,30 +88,30 @@ static int index_of(const int *list, int n, int w)
 
 #define EITHER_OURS(a, b) (ist_multi_site && (find(a) || find(b)))
 
-int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
+int ist_span_Comm_group(MPI_Comm comm, MPI_Group *group, int *answer)
 {
     struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
-    if (!c) return PMPI_Comm_group(comm, group);
-    return make(c->size, c->world, group);
+    if (!c) return 0; /* the site's MPI answers */
+    return ist_answered(answer, make(c->size, c->world, group));
 }
 
-int MPI_Group_size(MPI_Group group, int *size)
+int ist_span_Group_size(MPI_Group group, int *size, int *answer)
 {
     struct vgroup *v = ist_multi_site ? find(group) : NULL;
-    if (!v) return PMPI_Group_size(group, size);
+    if (!v) return 0; /* the site's MPI answers */
     *size = v->n;
-    return MPI_SUCCESS;
+    return ist_answered(answer, MPI_SUCCESS);
 }
 
-int MPI_Group_rank(MPI_Group group, int *rank)
+int ist_span_Group_rank(MPI_Group group, int *rank, int *answer)
 {
     struct vgroup *v = ist_multi_site ? find(group) : NULL;
-    if (!v) return PMPI_Group_rank(group, rank);
+    if (!v) return 0; /* the site's MPI answers */
     *rank = index_of(v->world, v->n, ist_zip.world_rank);
-    return MPI_SUCCESS;
+    return ist_answered(answer, MPI_SUCCESS);
 }
 
-int MPI_Group_free(MPI_Group *group)
+int ist_span_Group_free(MPI_Group *group, int *answer)
 {
     if (ist_multi_site)
         for (struct vgroup **p = &groups; *p; p = &(*p)->next)
@@ -122,25 +122,25 @@ int MPI_Group_free(MPI_Group *group)
                 free(v->world);
                 free(v);
                 *group = MPI_GROUP_NULL;
-                return rc;
+                return ist_answered(answer, rc);
             }
-    return PMPI_Group_free(group);
+    return 0; /* the site's MPI answers */
 }
 
-int MPI_Group_translate_ranks(MPI_Group a, int n, const int ranks_a[], MPI_Group b, int ranks_b[])
+int ist_span_Group_translate_ranks(MPI_Group a, int n, const int ranks_a[], MPI_Group b, int ranks_b[], int *answer)
 {
-    if (!EITHER_OURS(a, b)) return PMPI_Group_translate_ranks(a, n, ranks_a, b, ranks_b);
+    if (!EITHER_OURS(a, b)) return 0; /* the site's MPI answers */
     int na, nb, *wa = world_of(a, &na), *wb = world_of(b, &nb);
     for (int i = 0; i < n; i++)
         ranks_b[i] = ranks_a[i] == MPI_PROC_NULL ? MPI_PROC_NULL : index_of(wb, nb, wa[ranks_a[i]]);
     free(wa);
     free(wb);
-    return MPI_SUCCESS;
+    return ist_answered(answer, MPI_SUCCESS);
 }
 
-int MPI_Group_compare(MPI_Group a, MPI_Group b, int *result)
+int ist_span_Group_compare(MPI_Group a, MPI_Group b, int *result, int *answer)
 {
-    if (!EITHER_OURS(a, b)) return PMPI_Group_compare(a, b, result);
+    if (!EITHER_OURS(a, b)) return 0; /* the site's MPI answers */
     int na, nb, *wa = world_of(a, &na), *wb = world_of(b, &nb);
     *result = MPI_UNEQUAL;
     if (na == nb) {
@@ -153,7 +153,7 @@ int MPI_Group_compare(MPI_Group a, MPI_Group b, int *result)
     }
     free(wa);
     free(wb);
-    return MPI_SUCCESS;
+    return ist_answered(answer, MPI_SUCCESS);
 }
 
 /* Union, intersection, difference: in the order of a, then (union) of b. */
@@ -173,45 +173,45 @@ static int combine(MPI_Group a, MPI_Group b, int keep_in_b, int add_b, MPI_Group
     return rc;
 }
 
-int MPI_Group_union(MPI_Group a, MPI_Group b, MPI_Group *out)
+int ist_span_Group_union(MPI_Group a, MPI_Group b, MPI_Group *out, int *answer)
 {
-    if (!EITHER_OURS(a, b)) return PMPI_Group_union(a, b, out);
-    return combine(a, b, 0, 1, out);
+    if (!EITHER_OURS(a, b)) return 0; /* the site's MPI answers */
+    return ist_answered(answer, combine(a, b, 0, 1, out));
 }
 
-int MPI_Group_intersection(MPI_Group a, MPI_Group b, MPI_Group *out)
+int ist_span_Group_intersection(MPI_Group a, MPI_Group b, MPI_Group *out, int *answer)
 {
-    if (!EITHER_OURS(a, b)) return PMPI_Group_intersection(a, b, out);
-    return combine(a, b, 1, 0, out);
+    if (!EITHER_OURS(a, b)) return 0; /* the site's MPI answers */
+    return ist_answered(answer, combine(a, b, 1, 0, out));
 }
 
-int MPI_Group_difference(MPI_Group a, MPI_Group b, MPI_Group *out)
+int ist_span_Group_difference(MPI_Group a, MPI_Group b, MPI_Group *out, int *answer)
 {
-    if (!EITHER_OURS(a, b)) return PMPI_Group_difference(a, b, out);
-    return combine(a, b, 0, 0, out);
+    if (!EITHER_OURS(a, b)) return 0; /* the site's MPI answers */
+    return ist_answered(answer, combine(a, b, 0, 0, out));
 }
 
-int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *out)
+int ist_span_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *out, int *answer)
 {
     struct vgroup *v = ist_multi_site ? find(group) : NULL;
-    if (!v) return PMPI_Group_incl(group, n, ranks, out);
+    if (!v) return 0; /* the site's MPI answers */
     int *r = malloc(sizeof *r * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) r[i] = v->world[ranks[i]];
     int rc = make(n, r, out);
     free(r);
-    return rc;
+    return ist_answered(answer, rc);
 }
 
-int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *out)
+int ist_span_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *out, int *answer)
 {
     struct vgroup *v = ist_multi_site ? find(group) : NULL;
-    if (!v) return PMPI_Group_excl(group, n, ranks, out);
+    if (!v) return 0; /* the site's MPI answers */
     int *r = malloc(sizeof *r * (size_t)v->n), k = 0;
     for (int i = 0; i < v->n; i++)
         if (index_of(ranks, n, i) == MPI_UNDEFINED) r[k++] = v->world[i];
     int rc = make(k, r, out);
     free(r);
-    return rc;
+    return ist_answered(answer, rc);
 }
 
 /* The ranks a list of (first, last, stride) triplets names, in order. */
@@ -227,22 +227,22 @@ static int *expand(int n, int ranges[][3], int *count)
     return r;
 }
 
-int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *out)
+int ist_span_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *out, int *answer)
 {
-    if (!(ist_multi_site && find(group))) return PMPI_Group_range_incl(group, n, ranges, out);
+    if (!(ist_multi_site && find(group))) return 0; /* the site's MPI answers */
     int k, *r = expand(n, ranges, &k);
-    int rc = MPI_Group_incl(group, k, r, out);
+    int rc = ist_world_Group_incl(group, k, r, out);
     free(r);
-    return rc;
+    return ist_answered(answer, rc);
 }
 
-int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *out)
+int ist_span_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *out, int *answer)
 {
-    if (!(ist_multi_site && find(group))) return PMPI_Group_range_excl(group, n, ranges, out);
+    if (!(ist_multi_site && find(group))) return 0; /* the site's MPI answers */
     int k, *r = expand(n, ranges, &k);
-    int rc = MPI_Group_excl(group, k, r, out);
+    int rc = ist_world_Group_excl(group, k, r, out);
     free(r);
-    return rc;
+    return ist_answered(answer, rc);
 }
 
 /* ---- communicators from groups ------------------------------------------------------ */
@@ -364,35 +364,35 @@ int ist_span_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm
 void mpi_comm_group_(MPI_Fint *comm, MPI_Fint *group, MPI_Fint *ierr)
 {
     MPI_Group g;
-    *ierr = MPI_Comm_group(PMPI_Comm_f2c(*comm), &g);
+    *ierr = ist_world_Comm_group(PMPI_Comm_f2c(*comm), &g);
     *group = PMPI_Group_c2f(g);
 }
 IST_ZIP_FORTRAN(mpi_comm_group, MPI_COMM_GROUP, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
-void mpi_group_size_(MPI_Fint *group, MPI_Fint *size, MPI_Fint *ierr) { *ierr = MPI_Group_size(G(group), size); }
+void mpi_group_size_(MPI_Fint *group, MPI_Fint *size, MPI_Fint *ierr) { *ierr = ist_world_Group_size(G(group), size); }
 IST_ZIP_FORTRAN(mpi_group_size, MPI_GROUP_SIZE, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
-void mpi_group_rank_(MPI_Fint *group, MPI_Fint *rank, MPI_Fint *ierr) { *ierr = MPI_Group_rank(G(group), rank); }
+void mpi_group_rank_(MPI_Fint *group, MPI_Fint *rank, MPI_Fint *ierr) { *ierr = ist_world_Group_rank(G(group), rank); }
 IST_ZIP_FORTRAN(mpi_group_rank, MPI_GROUP_RANK, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 void mpi_group_free_(MPI_Fint *group, MPI_Fint *ierr)
 {
     MPI_Group g = G(group);
-    *ierr = MPI_Group_free(&g);
+    *ierr = ist_world_Group_free(&g);
     *group = PMPI_Group_c2f(g);
 }
 IST_ZIP_FORTRAN(mpi_group_free, MPI_GROUP_FREE, (MPI_Fint *, MPI_Fint *))
 
 void mpi_group_translate_ranks_(MPI_Fint *a, MPI_Fint *n, MPI_Fint *ra, MPI_Fint *b, MPI_Fint *rb, MPI_Fint *ierr)
 {
-    *ierr = MPI_Group_translate_ranks(G(a), *n, ra, G(b), rb);
+    *ierr = ist_world_Group_translate_ranks(G(a), *n, ra, G(b), rb);
 }
 IST_ZIP_FORTRAN(mpi_group_translate_ranks, MPI_GROUP_TRANSLATE_RANKS,
                 (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 void mpi_group_compare_(MPI_Fint *a, MPI_Fint *b, MPI_Fint *result, MPI_Fint *ierr)
 {
-    *ierr = MPI_Group_compare(G(a), G(b), result);
+    *ierr = ist_world_Group_compare(G(a), G(b), result);
 }
 IST_ZIP_FORTRAN(mpi_group_compare, MPI_GROUP_COMPARE, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
@@ -404,9 +404,9 @@ IST_ZIP_FORTRAN(mpi_group_compare, MPI_GROUP_COMPARE, (MPI_Fint *, MPI_Fint *, M
         *out = PMPI_Group_c2f(g);                                                 \
     }                                                                             \
     IST_ZIP_FORTRAN(lower, upper, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
-TWO_GROUPS(mpi_group_union, MPI_GROUP_UNION, MPI_Group_union)
-TWO_GROUPS(mpi_group_intersection, MPI_GROUP_INTERSECTION, MPI_Group_intersection)
-TWO_GROUPS(mpi_group_difference, MPI_GROUP_DIFFERENCE, MPI_Group_difference)
+TWO_GROUPS(mpi_group_union, MPI_GROUP_UNION, ist_world_Group_union)
+TWO_GROUPS(mpi_group_intersection, MPI_GROUP_INTERSECTION, ist_world_Group_intersection)
+TWO_GROUPS(mpi_group_difference, MPI_GROUP_DIFFERENCE, ist_world_Group_difference)
 
 #define RANKS_OF_GROUP(lower, upper, cfn, rtype)                                  \
     void lower##_(MPI_Fint *group, MPI_Fint *n, MPI_Fint *ranks, MPI_Fint *out, MPI_Fint *ierr) \
@@ -416,8 +416,8 @@ TWO_GROUPS(mpi_group_difference, MPI_GROUP_DIFFERENCE, MPI_Group_difference)
         *out = PMPI_Group_c2f(g);                                                 \
     }                                                                             \
     IST_ZIP_FORTRAN(lower, upper, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
-RANKS_OF_GROUP(mpi_group_incl, MPI_GROUP_INCL, MPI_Group_incl, const int *)
-RANKS_OF_GROUP(mpi_group_excl, MPI_GROUP_EXCL, MPI_Group_excl, const int *)
-RANKS_OF_GROUP(mpi_group_range_incl, MPI_GROUP_RANGE_INCL, MPI_Group_range_incl, int(*)[3])
-RANKS_OF_GROUP(mpi_group_range_excl, MPI_GROUP_RANGE_EXCL, MPI_Group_range_excl, int(*)[3])
+RANKS_OF_GROUP(mpi_group_incl, MPI_GROUP_INCL, ist_world_Group_incl, const int *)
+RANKS_OF_GROUP(mpi_group_excl, MPI_GROUP_EXCL, ist_world_Group_excl, const int *)
+RANKS_OF_GROUP(mpi_group_range_incl, MPI_GROUP_RANGE_INCL, ist_world_Group_range_incl, int(*)[3])
+RANKS_OF_GROUP(mpi_group_range_excl, MPI_GROUP_RANGE_EXCL, ist_world_Group_range_excl, int(*)[3])
 #endif

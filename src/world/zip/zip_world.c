@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "world_calls.h"
 #include "zip.h"
 #include "zip_engine.h"
 #include "wire.h"
@@ -306,47 +307,21 @@ void ist_zip_finalize(void)
 
 /* ---- calls that need only the communicator ---------------------------------------- */
 
-int MPI_Comm_rank(MPI_Comm comm, int *rank)
+int ist_span_Comm_rank(MPI_Comm comm, int *rank, int *answer)
 {
     struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
-    if (!c) return PMPI_Comm_rank(comm, rank);
+    if (!c) return 0; /* the site's MPI answers */
     *rank = c->rank;
-    return MPI_SUCCESS;
+    return ist_answered(answer, MPI_SUCCESS);
 }
 
-int MPI_Comm_size(MPI_Comm comm, int *size)
+int ist_span_Comm_size(MPI_Comm comm, int *size, int *answer)
 {
     struct ist_zcomm *c = ist_multi_site ? ist_zip_comm(comm) : NULL;
-    if (!c) return PMPI_Comm_size(comm, size);
+    if (!c) return 0; /* the site's MPI answers */
     *size = c->size;
-    return MPI_SUCCESS;
+    return ist_answered(answer, MPI_SUCCESS);
 }
-
-/* Calls on communicators the layer does not intercept otherwise: refused on a spanning
- * communicator (the native MPI would answer for this site alone). */
-#define NATIVE_ONLY(name, params, args, comm)                       \
-    int MPI_##name params                                           \
-    {                                                               \
-        if (ist_multi_site) ist_zip_native_only(comm, "MPI_" #name); \
-        return PMPI_##name args;                                    \
-    }
-
-NATIVE_ONLY(Comm_idup, (MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request), (comm, newcomm, request), comm)
-NATIVE_ONLY(Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm), (comm, info, newcomm), comm)
-NATIVE_ONLY(Dist_graph_create_adjacent,
-            (MPI_Comm comm, int indegree, const int sources[], const int sourceweights[], int outdegree,
-             const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *newcomm),
-            (comm, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, newcomm), comm)
-NATIVE_ONLY(Dist_graph_create,
-            (MPI_Comm comm, int n, const int sources[], const int degrees[], const int destinations[],
-             const int weights[], MPI_Info info, int reorder, MPI_Comm *newcomm),
-            (comm, n, sources, degrees, destinations, weights, info, reorder, newcomm), comm)
-NATIVE_ONLY(Win_create, (void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win),
-            (base, size, disp_unit, info, comm, win), comm)
-NATIVE_ONLY(Win_allocate, (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win),
-            (size, disp_unit, info, comm, baseptr, win), comm)
-NATIVE_ONLY(File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh),
-            (comm, filename, amode, info, fh), comm)
 
 /* Open MPI's Fortran entries call PMPI_X, past the C functions above: the same for
  * Fortran (zip_fortran.h). */
@@ -355,28 +330,28 @@ NATIVE_ONLY(File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info
 
 void mpi_comm_rank_(MPI_Fint *comm, MPI_Fint *rank, MPI_Fint *ierr)
 {
-    *ierr = MPI_Comm_rank(PMPI_Comm_f2c(*comm), rank);
+    *ierr = ist_world_Comm_rank(PMPI_Comm_f2c(*comm), rank);
 }
 IST_ZIP_FORTRAN(mpi_comm_rank, MPI_COMM_RANK, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 void mpi_comm_size_(MPI_Fint *comm, MPI_Fint *size, MPI_Fint *ierr)
 {
-    *ierr = MPI_Comm_size(PMPI_Comm_f2c(*comm), size);
+    *ierr = ist_world_Comm_size(PMPI_Comm_f2c(*comm), size);
 }
 IST_ZIP_FORTRAN(mpi_comm_size, MPI_COMM_SIZE, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 void mpi_comm_compare_(MPI_Fint *a, MPI_Fint *b, MPI_Fint *result, MPI_Fint *ierr)
 {
-    *ierr = MPI_Comm_compare(PMPI_Comm_f2c(*a), PMPI_Comm_f2c(*b), result);
+    *ierr = ist_world_Comm_compare(PMPI_Comm_f2c(*a), PMPI_Comm_f2c(*b), result);
 }
 IST_ZIP_FORTRAN(mpi_comm_compare, MPI_COMM_COMPARE, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
 #endif
 
 /* Comm_compare: congruent when the same world ranks in the same order. */
-int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result)
+int ist_span_Comm_compare(MPI_Comm a, MPI_Comm b, int *result, int *answer)
 {
     struct ist_zcomm *x = ist_multi_site ? ist_zip_comm(a) : NULL, *y = ist_multi_site ? ist_zip_comm(b) : NULL;
-    if (!x && !y) return PMPI_Comm_compare(a, b, result);
+    if (!x && !y) return 0; /* the site's MPI answers */
     *result = MPI_UNEQUAL;
     if (a == b) *result = MPI_IDENT;
     else if (x && y && x->size == y->size) {
@@ -389,5 +364,5 @@ int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result)
         }
         *result = order ? MPI_CONGRUENT : same ? MPI_SIMILAR : MPI_UNEQUAL;
     }
-    return MPI_SUCCESS;
+    return ist_answered(answer, MPI_SUCCESS);
 }

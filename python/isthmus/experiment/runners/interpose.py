@@ -6,14 +6,17 @@ LD_PRELOAD of Debian's libfaketime with FAKETIME="+0 x1/K"; none; or the layer p
 without dilation, which must change nothing but what a call through it costs):
 tests/apps/clock_rate.c (what a CLOCK_MONOTONIC read costs, and how fast the clock runs) and
 tests/apps/dilated_clocks.c (how far each clock advances and how long each sleep or
-timeout lasts, against real time from the system call). Repetitions interleave the ways.
+timeout lasts, against real time from the system call); and tests/apps/wake_cost.c (what a
+block and a wake-up cost a thread on this machine, with the system calls themselves: the
+same under every way). Repetitions interleave the ways.
 
 [params]
   dilate = 4                                     K
   ways = ["none", "isthmus-undilated", "isthmus", "libfaketime"]
 
 A row per way: ns per clock read (median, range), and for each clock and each sleep the
-real-time ratio it showed (K when scaled, 1 when not; CPU time must stay 1).
+real-time ratio it showed (K when scaled, 1 when not; CPU time must stay 1), and the
+wake-up costs (median, range).
 """
 
 from __future__ import annotations
@@ -86,8 +89,9 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     ratios = {n: c["real_ms"] / c["advanced_ms"] if c["advanced_ms"] > 0 else float("inf")
               for n, c in clocks["clocks"].items()}  # fmt: skip
     sleeps = {n: ms / clocks["sleep_ms"] for n, ms in clocks["sleeps_real_ms"].items()}
+    wake = _json("wake_cost", env, step.label)
     return {"ns_per_read": rate["ns_per_read"], "clock_rate": rate["clock_rate"],
-            "clock_ratio": ratios, "sleep_ratio": sleeps}  # fmt: skip
+            "clock_ratio": ratios, "sleep_ratio": sleeps, "wake_ns": wake}  # fmt: skip
 
 
 def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -102,5 +106,6 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
                             for n in first["clock_ratio"]},
             "sleep_ratio": {n: statistics.median(g["sleep_ratio"][n] for g in got)
                             for n in first["sleep_ratio"]},
+            "wake_ns": {n: spread_stats([g["wake_ns"][n] for g in got]) for n in first["wake_ns"]},
         })  # fmt: skip
     return out
