@@ -456,9 +456,15 @@ long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype typ
 
 int ist_hier_leave(int rc)
 {
-    if (rc != IST_WAN_DECLINED) ist_wan_calls++;
+    ist_wan_calls++;
     ist_in_hier = 0;
     return rc;
+}
+
+int ist_hier_decline(void)
+{
+    ist_in_hier = 0;
+    return 0;
 }
 
 long ist_hier_forced_segment(enum ist_coll_id id) { return settings.segment[id]; }

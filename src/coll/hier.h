@@ -7,9 +7,9 @@
  * communicator and between clusters with point-to-point messages between one rank per
  * cluster, so that every item crosses each wide-area link at most once.
  *
- * The generated wrappers call ist_hier_<Name> (declared in wan_calls.h, generated from
- * src/layer/mpi_functions.txt); it returns IST_WAN_DECLINED when the native collective
- * should run instead: the selector is off for it or predicts the MPI's own faster
+ * The generated wrappers call ist_wan_<Name> (declared in wan_calls.h, generated from
+ * src/layer/mpi_functions.txt); it declines (returns 0, world.h's convention) when the
+ * native collective should run instead: the selector is off for it or predicts the MPI's own faster
  * (coll_cost.h), the communicator is an intercommunicator or lies in one cluster, or the
  * case is one the algorithm does not cover (for example a non-commutative operation over
  * ranks whose clusters interleave). */
@@ -26,8 +26,6 @@
 #include "plogp.h"
 #include "own_calls.h"
 #include "world.h"
-
-#define IST_WAN_DECLINED (-12345)
 
 /* A communicator given this name (MPI_Comm_set_name) before its first collective keeps
  * the MPI library's own collectives. */
@@ -111,7 +109,12 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes);
  * or of types[] (0 on an intercommunicator, which the selector leaves to the MPI). */
 long ist_counts_bytes(MPI_Comm comm, const int counts[], MPI_Datatype type);
 long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype types[]);
+/* Leave the hierarchical section: ist_hier_leave after serving the call (counted; returns
+ * rc), ist_hier_served the same as an ist_wan_X's return (world.h's convention), and
+ * ist_hier_decline when the native collective should run after all (returns 0). */
 int ist_hier_leave(int rc);
+static inline int ist_hier_served(int *answer, int rc) { return ist_answered(answer, ist_hier_leave(rc)); }
+int ist_hier_decline(void);
 
 /* The segment size forced for id (collectives.segment), or 0. */
 long ist_hier_forced_segment(enum ist_coll_id id);

@@ -16,6 +16,15 @@
 
 #include <mpi.h>
 
+/* The one convention of a call that may decline (src/world's ist_span_X, src/coll's
+ * ist_wan_X): it returns 1 when it served the call, its result in *answer, and 0 when it
+ * declined, and the caller's next choice serves it (in the end the site's MPI). */
+static inline int ist_answered(int *answer, int result)
+{
+    *answer = result;
+    return 1;
+}
+
 /* Set at MPI_Init when this job is one site of several (ISTHMUS_ZIP_SITES). */
 extern int ist_multi_site;
 

@@ -170,10 +170,10 @@ static int allgather_blocks(struct ist_hier *h, const struct ist_block *mine,
 }
 
 int ist_wan_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHER, comm, ist_type_bytes(recvcount, recvtype));
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     ist_hier_log(h, IST_COLL_ALLGATHER, "cluster gather, coordinators exchange directly, cluster bcast");
     struct ist_block mine = {sendbuf, sendcount, sendtype};
     struct ist_block *all = malloc((size_t)h->size * sizeof *all);
@@ -182,15 +182,15 @@ int ist_wan_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         all[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)r * recvcount * ext, recvcount, recvtype};
     int rc = allgather_blocks(h, sendbuf == MPI_IN_PLACE ? NULL : &mine, all);
     free(all);
-    return ist_hier_leave(rc);
+    return ist_hier_served(answer, rc);
 }
 
 int ist_wan_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                        MPI_Comm comm)
+                        MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHERV, comm, ist_counts_bytes(comm, recvcounts, recvtype));
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     ist_hier_log(h, IST_COLL_ALLGATHERV, "cluster gather, coordinators exchange directly, cluster bcast");
     struct ist_block mine = {sendbuf, sendcount, sendtype};
     struct ist_block *all = malloc((size_t)h->size * sizeof *all);
@@ -199,5 +199,5 @@ int ist_wan_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype
         all[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)displs[r] * ext, recvcounts[r], recvtype};
     int rc = allgather_blocks(h, sendbuf == MPI_IN_PLACE ? NULL : &mine, all);
     free(all);
-    return ist_hier_leave(rc);
+    return ist_hier_served(answer, rc);
 }

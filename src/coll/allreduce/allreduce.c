@@ -27,18 +27,18 @@ static int use_split(const struct ist_hier *h, int count, MPI_Datatype type)
 }
 
 int ist_wan_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                       MPI_Op op, MPI_Comm comm)
+                       MPI_Op op, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLREDUCE, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     int commute;
     PMPI_Op_commutative(op, &commute);
-    if (!commute && !h->contiguous) return ist_hier_leave(IST_WAN_DECLINED);
-    if (count == 0) return ist_hier_leave(MPI_SUCCESS);
+    if (!commute && !h->contiguous) return ist_hier_decline();
+    if (count == 0) return ist_hier_served(answer, MPI_SUCCESS);
     int split = use_split(h, count, datatype);
     ist_hier_log(h, IST_COLL_ALLREDUCE, "cluster reduce, coordinators %s, cluster bcast",
                  split ? "reduce-scatter and allgather" : "exchange directly");
     /* split pipelines the cluster's reduce and broadcast with its wide-area phases */
-    if (split) return ist_hier_leave(ist_allreduce_split(h, sendbuf, recvbuf, count, datatype, op));
-    return ist_hier_leave(ist_allreduce_direct(h, sendbuf, recvbuf, count, datatype, op));
+    if (split) return ist_hier_served(answer, ist_allreduce_split(h, sendbuf, recvbuf, count, datatype, op));
+    return ist_hier_served(answer, ist_allreduce_direct(h, sendbuf, recvbuf, count, datatype, op));
 }

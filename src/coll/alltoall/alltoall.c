@@ -35,42 +35,42 @@ static int run(struct ist_hier *h, enum ist_coll_id id, struct ist_block *send, 
 }
 
 int ist_wan_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_ALLTOALL, comm, ist_type_bytes(recvcount, recvtype));
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, IST_COLL_ALLTOALL, blocks(h->size, in_place ? recvbuf : sendbuf, NULL, NULL, in_place ? recvcount : sendcount,
+    return ist_answered(answer, run(h, IST_COLL_ALLTOALL, blocks(h->size, in_place ? recvbuf : sendbuf, NULL, NULL, in_place ? recvcount : sendcount,
                          in_place ? recvtype : sendtype, NULL, 0),
-               blocks(h->size, recvbuf, NULL, NULL, recvcount, recvtype, NULL, 0));
+               blocks(h->size, recvbuf, NULL, NULL, recvcount, recvtype, NULL, 0)));
 }
 
 int ist_wan_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                       const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+                       const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_ALLTOALLV, comm,
         IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? ist_counts_bytes(comm, recvcounts, recvtype)
                                                 : ist_counts_bytes(comm, sendcounts, sendtype)));
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, IST_COLL_ALLTOALLV, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0)
+    return ist_answered(answer, run(h, IST_COLL_ALLTOALLV, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0)
                            : blocks(h->size, sendbuf, sendcounts, sdispls, 0, sendtype, NULL, 0),
-               blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0));
+               blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0)));
 }
 
 int ist_wan_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                       const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+                       const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_ALLTOALLW, comm,
         IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? ist_countsw_bytes(comm, recvcounts, recvtypes)
                                                 : ist_countsw_bytes(comm, sendcounts, sendtypes)));
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     int in_place = sendbuf == MPI_IN_PLACE;
-    return run(h, IST_COLL_ALLTOALLW, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1)
+    return ist_answered(answer, run(h, IST_COLL_ALLTOALLW, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1)
                            : blocks(h->size, sendbuf, sendcounts, sdispls, 0, MPI_DATATYPE_NULL, sendtypes, 1),
-               blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1));
+               blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1)));
 }

@@ -13,10 +13,10 @@
 
 #define TAG_BARRIER 7001
 
-int ist_wan_Barrier(MPI_Comm comm)
+int ist_wan_Barrier(MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_BARRIER, comm, 0);
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     ist_hier_log(h, IST_COLL_BARRIER, "coordinators exchange directly");
     int rc = ist_own_Barrier(h->cluster_comm); /* everyone in my cluster has arrived */
     if (rc == MPI_SUCCESS && h->rank == h->first[h->my_cluster]) {
@@ -31,5 +31,5 @@ int ist_wan_Barrier(MPI_Comm comm)
         free(req);
     }
     if (rc == MPI_SUCCESS) rc = ist_own_Barrier(h->cluster_comm); /* ... and so has everyone else */
-    return ist_hier_leave(rc);
+    return ist_hier_served(answer, rc);
 }

@@ -14,12 +14,12 @@
 
 #define TAG_BCAST 7002
 
-int ist_wan_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+int ist_wan_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_BCAST, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     long bytes = ist_type_bytes(count, datatype); /* equal at every rank: signatures match */
-    if (bytes == 0) return ist_hier_leave(MPI_SUCCESS);
+    if (bytes == 0) return ist_hier_served(answer, MPI_SUCCESS);
 
     struct ist_bcast_shape s = h->algorithm == IST_ALG_SEQUENTIAL ? ist_bcast_sequential(h, bytes)
                                : h->algorithm == IST_ALG_FLAT     ? ist_bcast_flat(h, bytes)
@@ -52,5 +52,5 @@ int ist_wan_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_
     }
     free(children);
     free(packed);
-    return ist_hier_leave(rc);
+    return ist_hier_served(answer, rc);
 }

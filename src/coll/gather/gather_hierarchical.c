@@ -112,23 +112,23 @@ static int gather(struct ist_hier *h, enum ist_coll_id id, const void *sendbuf, 
 }
 
 int ist_wan_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_GATHER, comm,
         sendbuf == MPI_IN_PLACE ? ist_type_bytes(recvcount, recvtype) : ist_type_bytes(sendcount, sendtype));
-    if (!h) return IST_WAN_DECLINED;
-    return gather(h, IST_COLL_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
-                  recvtype, root);
+    if (!h) return 0;
+    return ist_answered(answer, gather(h, IST_COLL_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
+                  recvtype, root));
 }
 
 int ist_wan_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                     MPI_Comm comm)
+                     MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_GATHERV, comm, IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(sendcount, sendtype)));
-    if (!h) return IST_WAN_DECLINED;
-    return gather(h, IST_COLL_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
-                  recvtype, root);
+    if (!h) return 0;
+    return ist_answered(answer, gather(h, IST_COLL_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                  recvtype, root));
 }

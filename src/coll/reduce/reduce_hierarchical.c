@@ -16,14 +16,14 @@
 #define TAG_REDUCE 7003
 
 int ist_wan_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                    MPI_Op op, int root, MPI_Comm comm)
+                    MPI_Op op, int root, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_WAN_DECLINED;
+    if (!h) return 0;
     int commute;
     PMPI_Op_commutative(op, &commute);
-    if (!commute && !h->contiguous) return ist_hier_leave(IST_WAN_DECLINED);
-    if (count == 0) return ist_hier_leave(MPI_SUCCESS);
+    if (!commute && !h->contiguous) return ist_hier_decline();
+    if (count == 0) return ist_hier_served(answer, MPI_SUCCESS);
     ist_hier_log(h, IST_COLL_REDUCE, "cluster reduce, partials straight to the root");
     int rootc = h->cluster_of[root];
     int lroot = h->my_cluster == rootc ? h->cluster_rank[root] : 0;
@@ -46,5 +46,5 @@ int ist_wan_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     } else {
         rc = ist_own_Reduce(sendbuf, NULL, count, datatype, op, lroot, h->cluster_comm);
     }
-    return ist_hier_leave(rc);
+    return ist_hier_served(answer, rc);
 }

@@ -110,25 +110,25 @@ static int declines(struct ist_hier *h, MPI_Op op)
 }
 
 int ist_wan_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER, comm, ist_counts_bytes(comm, recvcounts, datatype));
-    if (!h) return IST_WAN_DECLINED;
-    if (declines(h, op)) return ist_hier_leave(IST_WAN_DECLINED);
+    if (!h) return 0;
+    if (declines(h, op)) return ist_hier_decline();
     ist_hier_log(h, IST_COLL_REDUCE_SCATTER, "cluster reduce, each cluster's part to it, cluster scatter");
-    return ist_hier_leave(reduce_scatter(h, sendbuf, recvbuf, recvcounts, datatype, op));
+    return ist_hier_served(answer, reduce_scatter(h, sendbuf, recvbuf, recvcounts, datatype, op));
 }
 
 int ist_wan_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER_BLOCK, comm, ist_type_bytes(recvcount, datatype));
-    if (!h) return IST_WAN_DECLINED;
-    if (declines(h, op)) return ist_hier_leave(IST_WAN_DECLINED);
+    if (!h) return 0;
+    if (declines(h, op)) return ist_hier_decline();
     ist_hier_log(h, IST_COLL_REDUCE_SCATTER_BLOCK, "cluster reduce, each cluster's part to it, cluster scatter");
     int *counts = malloc((size_t)h->size * sizeof(int));
     for (int r = 0; r < h->size; r++) counts[r] = recvcount;
     int rc = reduce_scatter(h, sendbuf, recvbuf, counts, datatype, op);
     free(counts);
-    return ist_hier_leave(rc);
+    return ist_hier_served(answer, rc);
 }

@@ -80,21 +80,21 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
 }
 
 int ist_wan_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                  MPI_Comm comm)
+                  MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_SCAN, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_WAN_DECLINED;
-    if (!h->contiguous) return ist_hier_leave(IST_WAN_DECLINED);
+    if (!h) return 0;
+    if (!h->contiguous) return ist_hier_decline();
     ist_hier_log(h, IST_COLL_SCAN, "cluster scan, cluster totals straight to later clusters");
-    return ist_hier_leave(count ? scan(h, sendbuf, recvbuf, count, datatype, op, 0) : MPI_SUCCESS);
+    return ist_hier_served(answer, count ? scan(h, sendbuf, recvbuf, count, datatype, op, 0) : MPI_SUCCESS);
 }
 
 int ist_wan_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                    MPI_Op op, MPI_Comm comm)
+                    MPI_Op op, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(IST_COLL_EXSCAN, comm, ist_type_bytes(count, datatype));
-    if (!h) return IST_WAN_DECLINED;
-    if (!h->contiguous) return ist_hier_leave(IST_WAN_DECLINED);
+    if (!h) return 0;
+    if (!h->contiguous) return ist_hier_decline();
     ist_hier_log(h, IST_COLL_EXSCAN, "cluster exscan, cluster totals straight to later clusters");
-    return ist_hier_leave(count ? scan(h, sendbuf, recvbuf, count, datatype, op, 1) : MPI_SUCCESS);
+    return ist_hier_served(answer, count ? scan(h, sendbuf, recvbuf, count, datatype, op, 1) : MPI_SUCCESS);
 }

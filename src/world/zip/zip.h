@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-extern int ist_multi_site;
+#include "world.h" /* ist_multi_site; ist_answered, the convention of ist_span_X */
 
 /* A communicator whose members are in more than one site. */
 struct ist_zcomm {
@@ -78,12 +78,6 @@ void ist_zip_comms_remove(struct ist_zcomm *c);
 /* End the whole run (every site) with a message naming `call`, when comm spans sites. */
 void ist_zip_native_only(MPI_Comm comm, const char *call);
 void ist_zip_refuse(const char *call, const char *why) __attribute__((noreturn));
-/* An ist_span_X served the call: its result in *answer (world_calls.h's convention). */
-static inline int ist_answered(int *answer, int result)
-{
-    *answer = result;
-    return 1;
-}
 
 /* Communicators (zip_world.c). */
 int ist_zip_split(struct ist_zcomm *c, int color, int key, MPI_Comm *newcomm);
