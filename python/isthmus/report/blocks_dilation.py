@@ -199,17 +199,19 @@ def fit_dilation(ks: list[float], figures: list[float]) -> tuple[float, float]:
 def block_extrapolation(res: dict[str, Any]) -> str:
     """Every row at each K of its ladder, the fit figure = F + R / K, and the K at which
     that fit puts K and 2 x K within 5% of each other (R / (2 K F + R) <= 0.05)."""
-    runs = [results.load_result(name) for name in LADDERS[res["header"]["experiment"]]]
-    if any(r is None for r in runs):
-        return results.missing(", ".join(LADDERS[res["header"]["experiment"]]))
+    names = LADDERS[res["header"]["experiment"]]
+    loaded = [results.load_result(name) for name in names]
+    runs = [r for r in loaded if r is not None]
+    if len(runs) < len(names):
+        return results.missing(", ".join(names))
     ks = [float(r["header"]["dilate"]) for r in runs]
     by = [{_key(row): row for row in r["rows"]} for r in runs]
     body = []
     for row in runs[0]["rows"]:
-        found = [b.get(_key(row)) for b in by]
-        if any(f is None for f in found):
+        found = [b[_key(row)] for b in by if _key(row) in b]
+        if len(found) < len(by):
             continue
-        figures = [float(f["median"]) for f in found]
+        figures = [float(got["median"]) for got in found]
         f, r = fit_dilation(ks, figures)
         k5 = 9.5 * r / f if f > 0 and r > 0 else 1.0
         body.append([_label(row), *(f"{v:.1f}" for v in figures), f"{f:.1f}", f"{r:.0f}",
