@@ -461,12 +461,6 @@ int ist_hier_leave(int rc)
     return rc;
 }
 
-int ist_hier_decline(void)
-{
-    ist_in_hier = 0;
-    return 0;
-}
-
 long ist_hier_forced_segment(enum ist_coll_id id) { return settings.segment[id]; }
 const struct ist_plogp *ist_hier_model(void) { return &model; }
 const char *ist_hier_model_source(void) { return model_loaded ? model_source : "none"; }

@@ -114,7 +114,11 @@ long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype typ
  * ist_hier_decline when the native collective should run after all (returns 0). */
 int ist_hier_leave(int rc);
 static inline int ist_hier_served(int *answer, int rc) { return ist_answered(answer, ist_hier_leave(rc)); }
-int ist_hier_decline(void);
+static inline int ist_hier_decline(void)
+{
+    ist_in_hier = 0;
+    return 0;
+}
 
 /* The segment size forced for id (collectives.segment), or 0. */
 long ist_hier_forced_segment(enum ist_coll_id id);

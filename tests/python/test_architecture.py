@@ -201,3 +201,10 @@ def test_every_mpi_function_defined_is_listed() -> None:
     symbols = (line.split()[-1] for line in out.stdout.splitlines() if " T " in line)
     exported = {s for s in symbols if re.fullmatch(r"MPI_[A-Z][a-z]\w*", s)}  # C: not MPI_SEND
     assert sorted(exported - listed) == []
+
+
+def test_c_files_are_short() -> None:
+    """No C file of src/ over 500 lines: one room, one subject (issue 45)."""
+    long = [f"{f.relative_to(SRC)}: {n}" for f in sorted(SRC.rglob("*.[ch]"))
+            if (n := len(f.read_text().splitlines())) > 500]  # fmt: skip
+    assert long == []
