@@ -60,7 +60,7 @@ if [ ! -f "$suite/test/runtests.py" ] || [ ! -f "$suite/setup.py" ]; then
 fi
 # ... built for MPICH into .cache/mpi4py-mpich (PYTHONPATH=.cache/mpi4py-mpich).
 if ! ls .cache/mpi4py-mpich/mpi4py/MPI.*.so > /dev/null 2>&1; then
-  echo "install-deps: building mpi4py 3.1.4 for MPICH (a minute or two)" >&2
+  echo "install-deps: building mpi4py 3.1.4 for MPICH (about 10 s)" >&2
   rm -rf .cache/mpi4py-mpich .cache/mpi4py-mpich-build
   # -O0: a test build, compiled in 10 s instead of 30 (measured) on a clean clone
   (cd "$suite" && MPICC=mpicc.mpich CFLAGS=-O0 /usr/bin/python3 setup.py build \
