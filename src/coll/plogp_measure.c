@@ -7,7 +7,12 @@
  * How: the bench's method (src/bench/logp.c; Kielmann, Bal and Verstoep 2000) at two sizes,
  * 0 and IST_EAGER_SEGMENT (the wide-area segment the collectives send; the model is linear
  * between and beyond them, docs/model.md), with small fixed repetition counts in place of
- * the bench's confidence rule, so that its time is bounded:
+ * the bench's confidence rule, so that its time is bounded. Across the WAN the second size
+ * is smaller on a slow link: a round trip of PROBE bytes first gives the link's rate, and
+ * the size is the largest power of two up to IST_EAGER_SEGMENT whose train of TRAIN_MIN
+ * lasts at most TRAIN_BUDGET_US (a train of 16 KiB segments over 1 MB/s took 131 ms of
+ * the 55 ms the discovery target allows at das-4x2's 5x edge; the model carries the
+ * smaller size's parameters linearly to a segment):
  *   RTT(m), os(m): ping-pongs of m bytes and a 0-byte reply, the least of REPS (across
  *          the WAN two at 0 bytes, one at m); os(m) the least time the send took;
  *   or(m): the receiver idles RTT(m) before receiving, so the message is there, and times
@@ -25,9 +30,9 @@
  * (two ranks of one host when no cluster has two hosts), the wan class between the first
  * ranks of clusters 0 and 1, as the parameters derived from a platform (docs/model.md).
  *
- * Cost: on the wide-area pair about 6 round trips and the train's four (TRAIN0 segments
- * at least: more on a link slower than a segment per quarter round trip), a few
- * milliseconds on the local pair, and two broadcasts of the results. */
+ * Cost: on the wide-area pair about 7 round trips and the train's four (TRAIN_MIN
+ * messages at least, at most about TRAIN_BUDGET_US on a slow link), a few milliseconds on
+ * the local pair, and three broadcasts of the results. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +46,9 @@
 #include "world.h"
 
 #define REPS 3
+#define PROBE 1024
+#define TRAIN_BUDGET_US 8000.0
+#define SMALLEST_SECOND 1024L
 #define TRAIN0 16
 #define TRAIN_MIN 8
 #define TRAIN_MAX 64
@@ -59,11 +67,24 @@ static void exchange(int send, void *buf, int bytes, int peer, int tag, MPI_Comm
     ist_wait_all(1, &r);
 }
 
+/* Across the WAN, the second size: from one round trip of PROBE bytes against rtt0. */
+static long second_size(MPI_Comm comm, int peer, char *buf, double rtt0)
+{
+    double t0 = ist_now_us();
+    exchange(1, buf, PROBE, peer, TAG_LOGP, comm);
+    exchange(0, buf, 0, peer, TAG_LOGP, comm);
+    double per_byte = (ist_now_us() - t0 - rtt0) / PROBE; /* us, 0 or less: fast */
+    long m = IST_EAGER_SEGMENT;
+    while (m > SMALLEST_SECOND && per_byte * (double)m * TRAIN_MIN > TRAIN_BUDGET_US) m /= 2;
+    return m;
+}
+
 /* The sender's half: round trips, send overheads and trains. */
-static void sender(MPI_Comm comm, int peer, char *buf, const long *size, int wide,
+static void sender(MPI_Comm comm, int peer, char *buf, long *size, int wide,
                    struct measured *out)
 {
     for (int k = 0; k < 2; k++) {
+        if (k == 1 && wide) size[1] = second_size(comm, peer, buf, out->rtt[0]);
         out->rtt[k] = out->os[k] = INFINITY;
         for (int i = 0; i < (wide ? (k ? 1 : 2) : REPS); i++) {
             double t0 = ist_now_us();
@@ -117,8 +138,10 @@ static double train_gap(const double *arrived, int n)
 static void receiver(MPI_Comm comm, int peer, char *buf, const long *size, int wide,
                      double orecv[2])
 {
+    /* size[1] is the most the sender sends: across the WAN it may send less. Across, two
+     * round trips each: at 0 bytes twice, then the probe and one at the second size. */
     for (int k = 0; k < 2; k++)
-        for (int i = 0; i < (wide ? (k ? 1 : 2) : REPS); i++) {
+        for (int i = 0; i < (wide ? 2 : REPS); i++) {
             exchange(0, buf, (int)size[k], peer, TAG_LOGP, comm);
             exchange(1, buf, 0, peer, TAG_LOGP, comm);
         }
@@ -155,7 +178,7 @@ static void receiver(MPI_Comm comm, int peer, char *buf, const long *size, int w
 static void measure_class(MPI_Comm comm, int a, int b, int wide, const double *lan_or,
                           struct ist_plogp_class *c)
 {
-    static const long size[2] = {0, IST_EAGER_SEGMENT};
+    long size[2] = {0, IST_EAGER_SEGMENT}; /* the sender may lower size[1] (second_size) */
     int rank = ist_world_rank();
     struct measured m = {0};
     char *buf = calloc(1, (size_t)IST_EAGER_SEGMENT);
@@ -167,6 +190,7 @@ static void measure_class(MPI_Comm comm, int a, int b, int wide, const double *l
     }
     free(buf);
     ist_bcast_waiting(&m, (int)(sizeof m / sizeof(double)), MPI_DOUBLE, a, comm);
+    ist_bcast_waiting(&size[1], 1, MPI_LONG, a, comm);
     if (wide) /* the lan class's, or the send's when there is none */
         for (int k = 0; k < 2; k++) m.orecv[k] = lan_or ? lan_or[k] : m.os[k];
     if (ist_plogp_class_init(c, m.L, 2) != 0) return;
