@@ -48,5 +48,7 @@ double ist_dilation(void);
 double ist_now_us(void);
 uint64_t ist_real_now_ns(void);
 void ist_real_nanosleep(long ns);
+struct pollfd;
+int ist_real_ppoll(struct pollfd *fds, unsigned long n, long ns); /* ns of real time */
 
 #endif

@@ -227,6 +227,13 @@ void ist_real_nanosleep(long ns)
     real_nanosleep(&t, NULL);
 }
 
+int ist_real_ppoll(struct pollfd *fds, nfds_t n, long ns)
+{
+    dilated();
+    struct timespec t = ns_ts(ns);
+    return real_ppoll(fds, n, &t, NULL);
+}
+
 double ist_dilation(void) { return dilated() ? factor : 1.0; }
 
 double ist_now_us(void)

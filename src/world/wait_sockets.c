@@ -69,8 +69,5 @@ void ist_wait_pause(long real_ns, int tries)
         ist_real_nanosleep(real_ns);
         return;
     }
-    /* ppoll is interposed: its timeout lasts K times longer when dilated */
-    long timeout_ns = (long)((double)real_ns / ist_dilation());
-    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
-    if (ppoll(sockets, (nfds_t)nsockets, &ts, NULL) > 0) early_in_a_row++;
+    if (ist_real_ppoll(sockets, (nfds_t)nsockets, real_ns) > 0) early_in_a_row++;
 }

@@ -408,8 +408,5 @@ void ist_zip_idle(int tries)
     for (int i = 0; i < n; i++)
         pfd[i] = (struct pollfd){.fd = fwds[i].fd,
                                  .events = (short)(POLLIN | (has_output(&fwds[i]) ? POLLOUT : 0))};
-    /* ppoll's timeout lasts K times longer when dilated */
-    long timeout_ns = (long)((double)pause_ns / ist_dilation());
-    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
-    ppoll(pfd, (nfds_t)n, &ts, NULL);
+    ist_real_ppoll(pfd, (nfds_t)n, pause_ns);
 }
