@@ -62,7 +62,7 @@ def test_every_clock_and_sleep_is_scaled_and_monotonic(
         assert c["backwards"] == 0, (name, c)
         want = c["real_ms"] if name == "process_cputime" else c["real_ms"] / k
         slack = 5.0 if "coarse" in name else 0.05 * want  # a coarse clock ticks every 4 ms
-        assert abs(c["advanced_ms"] - want) <= slack, (name, c)
+        assert abs(c["advanced_ms"] - want) <= slack + c["uncertainty_ms"], (name, c)
     assert abs(d["time_minus_realtime_s"]) <= 1.01
     for name, real_ms in d["sleeps_real_ms"].items():
         assert k * d["sleep_ms"] <= real_ms <= k * d["sleep_ms"] + 15, (name, real_ms)
@@ -75,7 +75,8 @@ def test_without_dilation_nothing_changes(clocks_program: dict[str, Path]) -> No
     )
     d = json.loads(done.stdout)
     for name, c in d["clocks"].items():
-        assert abs(c["advanced_ms"] - c["real_ms"]) <= (5 if "coarse" in name else 1), name
+        slack = (5 if "coarse" in name else 1) + c["uncertainty_ms"]  # preempted between reads
+        assert abs(c["advanced_ms"] - c["real_ms"]) <= slack, (name, c)
     for name, real_ms in d["sleeps_real_ms"].items():
         assert d["sleep_ms"] <= real_ms <= d["sleep_ms"] + 10, (name, real_ms)
 
