@@ -38,7 +38,10 @@ const struct ist_discovery *ist_discovery(void);
 
 /* ---- between discover.c and discover_measure.c ---- */
 #define IST_DISCOVER_SAMPLES 3         /* round trips per pair, all pairs at once */
-#define IST_DISCOVER_CAREFUL_SAMPLES 12/* per pair, one pair at a time */
+#define IST_DISCOVER_CAREFUL_SAMPLES 12 /* per pair, one pair at a time */
+/* dilated, where a careful pair's hosts each have their share of a core: the round trips
+ * of one pair then agree within a few percent (das-4x2 at the 5x edge: 413-428 us) */
+#define IST_DISCOVER_CAREFUL_SAMPLES_DILATED 4
 
 struct ist_host_pair {
     int a, b; /* host numbers, a < b */

@@ -18,8 +18,22 @@ static const struct ist_backoff idle_pauses = {.spins = 0, .hold = 0, .min_ns = 
 #define TAG_PING 0x4953 /* on the layer's private communicator */
 #define TAG_TURN 0x4956
 
+/* The pause after a failed test while pinging. Dilated, each host is a CPU quota of
+ * its share of a core: a rank that polls uses it up and is throttled until the next
+ * period (up to a millisecond of virtual time: das-4x2's 5x-edge round trips measured
+ * 460-490 us this way, 390 by the pingpong benchmark), and a pause in virtual time holds a
+ * message that arrives meanwhile; so there the pause is the sleeping waits' (it follows
+ * the host's share and ends when a socket has something to read). Undilated: `b`, when
+ * the ranks outnumber the cores, else none (polling). */
+static void pause_after_test(const struct ist_backoff *b, int tries)
+{
+    if (ist_dilation() > 1.0) ist_world_idle(tries);
+    else if (ist_sleep_wait) ist_backoff_sleep(b, tries);
+}
+
 /* One message of 8 bytes (or a double) to or from peer: waiting by polling without
- * sleeping when spin is set, else as the layer waits. */
+ * sleeping when spin is set (dilated: with the pauses of pause_after_test), else as the
+ * layer waits. */
 static void exchange_spinning(int send, void *buf, int peer, int tag, MPI_Comm comm, int spin)
 {
     MPI_Request r;
@@ -29,7 +43,12 @@ static void exchange_spinning(int send, void *buf, int peer, int tag, MPI_Comm c
         ist_wait_all(1, &r);
         return;
     }
-    for (int done = 0; !done;) PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    int dilated = ist_dilation() > 1.0;
+    for (int done = 0, tries = 0;; tries++) {
+        PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        if (done) break;
+        if (dilated) ist_world_idle(tries);
+    }
 }
 
 /* The least of `samples` round trips (microseconds) of every pair this rank's host starts
@@ -61,7 +80,7 @@ static void ping_pairs(MPI_Comm comm, int me, const int *rep, const struct ist_h
         int i = MPI_UNDEFINED, done = 0;
         PMPI_Testany(n, recv, &i, &done, MPI_STATUS_IGNORE);
         if (!done) {
-            if (ist_sleep_wait) ist_backoff_sleep(&ping_pauses, tries);
+            pause_after_test(&ping_pauses, tries);
             tries++;
             continue;
         }
@@ -96,27 +115,62 @@ void ist_discover_ping(MPI_Comm comm, int me, const int *rep, const struct ist_h
      * the connection's setup (a wide-area round trip, in the send: MPICH's UCX), which
      * would lengthen the local round trips measured meanwhile. */
     ping_pairs(comm, me, rep, p, n, 1, NULL);
+    ist_wait_sockets_rescan(); /* the connections that exchange opened */
     ping_pairs(comm, me, rep, p, n, IST_DISCOVER_SAMPLES, rtt);
 }
 
-/* The least of IST_DISCOVER_CAREFUL_SAMPLES round trips of each pair, one pair at a time in list
+/* Dilated: the order in which each host measures its careful pairs. Pairs are coloured
+ * greedily in list order (a pair takes the first colour neither of its hosts has yet),
+ * and go by colour, keeping list order within one: the pairs of one colour have disjoint
+ * hosts and run at once. */
+static void order_by_colour(const struct ist_host_pair *p, int n, int *order)
+{
+    int *colour = malloc((size_t)(n + 1) * sizeof *colour), colours = 0;
+    for (int i = 0; i < n; i++) {
+        int c = 0;
+        for (int clash = 1; clash; c += clash) {
+            clash = 0;
+            for (int j = 0; j < i && !clash; j++)
+                clash = colour[j] == c && (p[j].a == p[i].a || p[j].a == p[i].b || p[j].b == p[i].a ||
+                                          p[j].b == p[i].b);
+        }
+        colour[i] = c;
+        if (c + 1 > colours) colours = c + 1;
+    }
+    int k = 0;
+    for (int c = 0; c < colours; c++)
+        for (int i = 0; i < n; i++)
+            if (colour[i] == c) order[k++] = i;
+    free(colour);
+}
+
+/* The least of IST_DISCOVER_CAREFUL_SAMPLES round trips of each pair (dilated: _DILATED), one pair at a time in list
  * order, both of its hosts polling without sleeping while every other rank sleeps: when
  * the sample shows no clear gap, the wide-area round trips are short and the noise of
  * ranks taking turns on the cores is what blurs them. Each pair's starter hands the turn
  * to the next pair's (list the pairs of one group together: fewer wide-area hand-overs).
- * Into rtt[] on the starters (others: 0). */
+ * Dilated, every host has its own share of a core, so pairs of different hosts do not
+ * blur each other: pairs of disjoint hosts run at once (order_by_colour), without turns,
+ * each host going through its own pairs in that order (which cannot deadlock: the
+ * earliest unfinished pair has both its hosts at it). das-4x2's 28 pairs at the 5x edge
+ * took 145 ms one at a time, measured dilated. Into rtt[] on the starters (others: 0). */
 void ist_discover_ping_carefully(MPI_Comm comm, const int *rep, const struct ist_host_pair *p, int n,
                               double *rtt)
 {
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
     char byte[8] = "";
-    for (int i = 0; i < n; i++) {
-        int a = rep[p[i].a], b = rep[p[i].b];
-        int before = i > 0 ? rep[p[i - 1].a] : a, after = i + 1 < n ? rep[p[i + 1].a] : a;
+    int turns = ist_dilation() <= 1.0;
+    int *order = malloc((size_t)(n + 1) * sizeof *order);
+    for (int i = 0; i < n; i++) order[i] = i;
+    if (!turns) order_by_colour(p, n, order);
+    int samples = turns ? IST_DISCOVER_CAREFUL_SAMPLES : IST_DISCOVER_CAREFUL_SAMPLES_DILATED;
+    for (int k = 0; k < n; k++) {
+        int i = order[k], a = rep[p[i].a], b = rep[p[i].b];
+        int before = k > 0 && turns ? rep[p[i - 1].a] : a, after = k + 1 < n && turns ? rep[p[i + 1].a] : a;
         if (rank == a) {
             if (before != a) exchange_spinning(0, byte, before, TAG_TURN, comm, 0);
-            for (int s = 0; s <= IST_DISCOVER_CAREFUL_SAMPLES; s++) { /* the first one wakes b */
+            for (int s = 0; s <= samples; s++) { /* the first one wakes b */
                 double t0 = ist_now_us();
                 exchange_spinning(1, byte, b, TAG_PING, comm, 1);
                 exchange_spinning(0, byte, b, TAG_PING, comm, 1);
@@ -125,12 +179,13 @@ void ist_discover_ping_carefully(MPI_Comm comm, const int *rep, const struct ist
             }
             if (after != a) exchange_spinning(1, byte, after, TAG_TURN, comm, 0);
         } else if (rank == b) {
-            for (int s = 0; s <= IST_DISCOVER_CAREFUL_SAMPLES; s++) {
+            for (int s = 0; s <= samples; s++) {
                 exchange_spinning(0, byte, a, TAG_PING, comm, s > 0);
                 exchange_spinning(1, byte, a, TAG_PING, comm, 1);
             }
         }
     }
+    free(order);
 }
 
 /* The Allreduce (max) after the careful round, waited for in long sleeps (idle_pauses)
@@ -143,7 +198,7 @@ void ist_discover_agree_idly(const double *mine, double *out, int n, MPI_Comm co
     for (int done = 0, tries = 0;; tries++) {
         PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
         if (done) break;
-        if (ist_sleep_wait) ist_backoff_sleep(&idle_pauses, tries);
+        pause_after_test(&idle_pauses, tries);
     }
 }
 

@@ -54,6 +54,8 @@ static void scan_sockets(void)
     closedir(d);
 }
 
+void ist_wait_sockets_rescan(void) { scanned = 0; }
+
 void ist_wait_pause(long real_ns, int tries)
 {
     if (real_ns <= 0) return;

@@ -75,6 +75,8 @@ void ist_world_idle(int tries);
 /* Pause real_ns of real time, less when one of the process's sockets has something to
  * read (wait_sockets.c); `tries` as ist_world_idle's. */
 void ist_wait_pause(long real_ns, int tries);
+/* The next pause that starts a wait scans the process's sockets again (new connections). */
+void ist_wait_sockets_rescan(void);
 /* Test until done, pausing between tests (wait.c says how long). */
 int ist_sleep_until_done(MPI_Request *request, MPI_Status *status);
 /* The hand-written sleeping forms (tools/genwrap.py's HAND_SLEEP). */
