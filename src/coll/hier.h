@@ -214,31 +214,32 @@ void *ist_fold(void **parts, int n, int count, MPI_Datatype type, MPI_Op op);
 int ist_h_fold_clusters(const struct ist_hier *h, void *buf, int count, MPI_Datatype type,
                         MPI_Op op, int tag, int send_own);
 
-/* ---- the algorithms: src/coll/<collective>/<collective>_<algorithm>.c --------------- */
+/* ---- the algorithms: src/coll/<collective>/<collective>_<algorithm>.c ---------------
+ * Each collective with more than one algorithm calls them through its table,
+ * ist_<collective>_algorithms[], generated from src/coll/registry.toml (coll_algorithms.h
+ * declares each function with its type below). */
 
 struct ist_block;
 /* Bcast's shapes (bcast/): the optimizer's, its trees with the message whole, flat. */
-struct ist_bcast_shape ist_bcast_pipelined(struct ist_hier *h, long bytes);
-struct ist_bcast_shape ist_bcast_sequential(struct ist_hier *h, long bytes);
-struct ist_bcast_shape ist_bcast_flat(struct ist_hier *h, long bytes);
+typedef struct ist_bcast_shape ist_bcast_algorithm(struct ist_hier *h, long bytes);
 /* Allreduce (allreduce/), on every rank of the communicator. */
-int ist_allreduce_direct(struct ist_hier *h, const void *sendbuf, void *recvbuf, int count,
-                         MPI_Datatype type, MPI_Op op);
-int ist_allreduce_split(struct ist_hier *h, const void *sendbuf, void *recvbuf, int count,
-                        MPI_Datatype type, MPI_Op op);
-/* Alltoall's two (alltoall/): send[j] this rank's block for rank j, recv[i] where rank
- * i's block goes. */
-int ist_alltoall_aggregated(struct ist_hier *h, const struct ist_block *send,
-                            const struct ist_block *recv);
-int ist_alltoall_direct(struct ist_hier *h, const struct ist_block *send,
-                        const struct ist_block *recv);
-/* Gather(v) and Scatter(v), linear in eager segments (gather/gather_linear.c,
- * scatter/scatter_linear.c): the way IST_WAY_LINEAR. mine: this rank's block (NULL at a
- * root in place); recv/send: each rank's block, at the root only. */
-int ist_linear_gather(struct ist_hier *h, const struct ist_block *mine, int root,
-                      const struct ist_block *recv);
-int ist_linear_scatter(struct ist_hier *h, const struct ist_block *send, int root,
-                       const struct ist_block *mine);
+typedef int ist_allreduce_algorithm(struct ist_hier *h, const void *sendbuf, void *recvbuf, int count,
+                                    MPI_Datatype type, MPI_Op op);
+/* Alltoall's (alltoall/): send[j] this rank's block for rank j, recv[i] where rank i's
+ * block goes. */
+typedef int ist_alltoall_algorithm(struct ist_hier *h, const struct ist_block *send,
+                                   const struct ist_block *recv);
+/* Gather(v) and Scatter(v) (gather/, scatter/; linear: the way IST_WAY_LINEAR). mine:
+ * this rank's block (NULL at a root in place); recv/send: each rank's block, at the root
+ * only. */
+typedef int ist_gather_algorithm(struct ist_hier *h, const struct ist_block *mine, int root,
+                                 const struct ist_block *recv);
+typedef int ist_scatter_algorithm(struct ist_hier *h, const struct ist_block *send, int root,
+                                  const struct ist_block *mine);
+/* Allgather(v) (allgather/): mine this rank's block (NULL: in place, it is all[rank]);
+ * all: where each rank's goes. */
+typedef int ist_allgather_algorithm(struct ist_hier *h, const struct ist_block *mine,
+                                    const struct ist_block *all);
 /* Their pairs (common/buffers.c): whether the pair (root, other) moves its block in eager
  * segments, or whole where the segments would flood the wide-area link; the offsets of
  * the packed blocks b[0..size) (the root's and the whole ones take no room). */

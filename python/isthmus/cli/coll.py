@@ -47,7 +47,8 @@ def cmd_coll_info(args: argparse.Namespace) -> int:
     form = f" (a form of {c.regular}: its algorithms and settings)" if c.regular != c.name else ""
     print(f"{c.name}{form}")
     for a in c.algorithms:
-        print(f"\n  algorithm {a.name}" + (f"  ({a.file})" if a.file else ""))
+        where = f"{a.file}, {a.function}" if a.function else a.file
+        print(f"\n  algorithm {a.name}" + (f"  ({where})" if where else ""))
         print(f"    does: {a.does}")
         print(f"    when: {a.when}")
         if a.cost:

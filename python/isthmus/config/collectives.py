@@ -27,6 +27,7 @@ class Algorithm:
     cost: str = ""
     wan_messages: str = ""
     wan_latencies: str = ""
+    function: str = ""  # the C function the collective's generated table calls
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@
  * which is about the order in which they arrive over links of equal speed. */
 #include <stdlib.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_ALLGATHER 7007
 #define PIECE_BYTES (64L << 10)
@@ -110,8 +110,8 @@ static int pieces(const long *cl_off, int nclusters)
 }
 
 /* mine: this rank's block (NULL: in place, it is all[rank]); all: where each rank's goes. */
-static int allgather_blocks(struct ist_hier *h, const struct ist_block *mine,
-                            const struct ist_block *all)
+int ist_allgather_hierarchical(struct ist_hier *h, const struct ist_block *mine,
+                               const struct ist_block *all)
 {
     int c = h->my_cluster, rc = MPI_SUCCESS;
     long *bytes = malloc((size_t)h->size * sizeof(long));
@@ -167,37 +167,4 @@ static int allgather_blocks(struct ist_hier *h, const struct ist_block *mine,
     free(cl_off);
     free(bytes);
     return rc;
-}
-
-int ist_wan_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *answer)
-{
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHER, comm, ist_type_bytes(recvcount, recvtype));
-    if (!h) return 0;
-    ist_hier_log(h, IST_COLL_ALLGATHER, "cluster gather, coordinators exchange directly, cluster bcast");
-    struct ist_block mine = {sendbuf, sendcount, sendtype};
-    struct ist_block *all = malloc((size_t)h->size * sizeof *all);
-    MPI_Aint ext = ist_extent(recvtype);
-    for (int r = 0; r < h->size; r++)
-        all[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)r * recvcount * ext, recvcount, recvtype};
-    int rc = allgather_blocks(h, sendbuf == MPI_IN_PLACE ? NULL : &mine, all);
-    free(all);
-    return ist_hier_served(answer, rc);
-}
-
-int ist_wan_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                        const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                        MPI_Comm comm, int *answer)
-{
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHERV, comm, ist_counts_bytes(comm, recvcounts, recvtype));
-    if (!h) return 0;
-    ist_hier_log(h, IST_COLL_ALLGATHERV, "cluster gather, coordinators exchange directly, cluster bcast");
-    struct ist_block mine = {sendbuf, sendcount, sendtype};
-    struct ist_block *all = malloc((size_t)h->size * sizeof *all);
-    MPI_Aint ext = ist_extent(recvtype);
-    for (int r = 0; r < h->size; r++)
-        all[r] = (struct ist_block){(char *)recvbuf + (MPI_Aint)displs[r] * ext, recvcounts[r], recvtype};
-    int rc = allgather_blocks(h, sendbuf == MPI_IN_PLACE ? NULL : &mine, all);
-    free(all);
-    return ist_hier_served(answer, rc);
 }

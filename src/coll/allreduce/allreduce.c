@@ -8,7 +8,7 @@
  * order when every cluster's ranks are consecutive; otherwise the native allreduce runs. */
 #include <stdlib.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 /* split (reduce-scatter + allgather) or direct, forced or by the model. */
 static int use_split(const struct ist_hier *h, int count, MPI_Datatype type)
@@ -39,6 +39,6 @@ int ist_wan_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     ist_hier_log(h, IST_COLL_ALLREDUCE, "cluster reduce, coordinators %s, cluster bcast",
                  split ? "reduce-scatter and allgather" : "exchange directly");
     /* split pipelines the cluster's reduce and broadcast with its wide-area phases */
-    if (split) return ist_hier_served(answer, ist_allreduce_split(h, sendbuf, recvbuf, count, datatype, op));
-    return ist_hier_served(answer, ist_allreduce_direct(h, sendbuf, recvbuf, count, datatype, op));
+    ist_allreduce_algorithm *run = ist_allreduce_algorithms[split ? IST_ALG_SPLIT : IST_ALG_DIRECT];
+    return ist_hier_served(answer, run(h, sendbuf, recvbuf, count, datatype, op));
 }

@@ -7,7 +7,7 @@
  * Chosen (allreduce.c): while the model puts L_w + g_w(M) below split's cost, always with
  * fewer elements than clusters, or when forced.
  * Cost: reduce_l(n, M) + L_w + g_w(M) + bcast_l(n, M); C(C-1) wide-area messages of M. */
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_ALLREDUCE 7004
 

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 /* Segment s travels with tag base + s: segments leave as they are ready, not in order,
  * and must meet their receives (other collectives' tags are below 8000). */

@@ -7,7 +7,7 @@
  * Blocks travel packed, so that any datatypes, also different per peer, work. */
 #include <stdlib.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 /* The blocks of the three forms; in place, what is sent is taken from the receive side. */
 static struct ist_block *blocks(int n, const void *buf, const int *counts, const int *displs,
@@ -25,10 +25,11 @@ static struct ist_block *blocks(int n, const void *buf, const int *counts, const
 
 static int run(struct ist_hier *h, enum ist_coll_id id, struct ist_block *send, struct ist_block *recv)
 {
-    int direct = h->algorithm == IST_ALG_DIRECT;
+    int algorithm = h->algorithm != IST_ALG_NONE ? h->algorithm : IST_ALLTOALL_DEFAULT;
+    int direct = algorithm == IST_ALG_DIRECT;
     ist_hier_log(h, id, "%s",
                  direct ? "every block straight to its rank" : "one message per cluster pair through the coordinators");
-    int rc = direct ? ist_alltoall_direct(h, send, recv) : ist_alltoall_aggregated(h, send, recv);
+    int rc = ist_alltoall_algorithms[algorithm](h, send, recv);
     free(send);
     free(recv);
     return ist_hier_leave(rc);

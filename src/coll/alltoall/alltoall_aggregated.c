@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_ALLTOALL 7008
 

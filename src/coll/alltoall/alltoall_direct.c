@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_ALLTOALL_DIRECT 7011
 

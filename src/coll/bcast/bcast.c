@@ -10,7 +10,7 @@
  * than the MPI's own; its cost is the pipelined one (bcast_pipelined.c). */
 #include <stdlib.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_BCAST 7002
 
@@ -21,9 +21,8 @@ int ist_wan_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_
     long bytes = ist_type_bytes(count, datatype); /* equal at every rank: signatures match */
     if (bytes == 0) return ist_hier_served(answer, MPI_SUCCESS);
 
-    struct ist_bcast_shape s = h->algorithm == IST_ALG_SEQUENTIAL ? ist_bcast_sequential(h, bytes)
-                               : h->algorithm == IST_ALG_FLAT     ? ist_bcast_flat(h, bytes)
-                                                                  : ist_bcast_pipelined(h, bytes);
+    int algorithm = h->algorithm != IST_ALG_NONE ? h->algorithm : IST_BCAST_DEFAULT;
+    struct ist_bcast_shape s = ist_bcast_algorithms[algorithm](h, bytes);
     long segment = s.segment;
     int dw = s.degree, dl = s.lan_degree;
     if (ist_hier_forced_segment(IST_COLL_BCAST) > 0) segment = ist_hier_forced_segment(IST_COLL_BCAST);

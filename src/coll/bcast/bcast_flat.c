@@ -3,7 +3,7 @@
  *
  * Chosen: only when forced (collectives.algorithm.bcast = "flat"): the MagPIe baseline.
  * Cost: L_w + (C-1) g_w(M) + L_l + (n-1) g_l(M). */
-#include "hier.h"
+#include "coll_algorithms.h"
 
 struct ist_bcast_shape ist_bcast_flat(struct ist_hier *h, long bytes)
 {

@@ -8,7 +8,7 @@
  * Chosen: the default shape wherever the selector takes the broadcast.
  * Cost: the paper's bound, (h_w + h_l)(L + gamma(s)) + (M/s - 1) gamma(s) with
  * gamma(s) = max(g(s), or(s) + d s(s)) per layer, h the trees' heights. */
-#include "hier.h"
+#include "coll_algorithms.h"
 
 struct ist_bcast_shape ist_bcast_pipelined(struct ist_hier *h, long bytes)
 {

@@ -4,7 +4,7 @@
  * Chosen: only when forced (collectives.algorithm.bcast = "sequential"); a baseline
  * for the pipeline's gain.
  * Cost: (h_w + h_l)(L + gamma(M)): every level waits for the whole message. */
-#include "hier.h"
+#include "coll_algorithms.h"
 
 struct ist_bcast_shape ist_bcast_sequential(struct ist_hier *h, long bytes)
 {

@@ -7,12 +7,12 @@
  * Chosen (coll_choose.c) when the model predicts it faster than the MPI's own gather; cost
  * about one wide-area latency plus the remote clusters' bytes at the WAN gap, against the
  * MPI's binomial tree whose wide-area steps can follow one another.
- * Where the linear algorithm in eager segments (gather_linear.c) is chosen instead, it runs in
- * this call's place (h->way). */
+ * The entries (gather.c) run the linear algorithm (gather_linear.c) instead where the
+ * selector or a forced setting chooses it. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_GATHER 7005
 
@@ -36,8 +36,8 @@ static int unpack_members(const struct ist_hier *h, int c, const int *sizes, con
 
 /* mine: this rank's block (NULL at a root that gathers in place); recv: where each rank's
  * block goes (at the root only). */
-static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int root,
-                         const struct ist_block *recv)
+int ist_gather_hierarchical(struct ist_hier *h, const struct ist_block *mine, int root,
+                            const struct ist_block *recv)
 {
     int rootc = h->cluster_of[root], c = h->my_cluster;
     int lrep = c == rootc ? h->cluster_rank[root] : 0;
@@ -92,43 +92,4 @@ static int gather_blocks(struct ist_hier *h, const struct ist_block *mine, int r
     free(displs);
     free(packed);
     return rc;
-}
-
-/* The root's receive blocks of either form (counts NULL: the regular one), and the way
- * the call takes: ours or the linear one (h->way). */
-static int gather(struct ist_hier *h, enum ist_coll_id id, const void *sendbuf, int sendcount,
-                  MPI_Datatype sendtype, void *recvbuf, int recvcount, const int *recvcounts,
-                  const int *displs, MPI_Datatype recvtype, int root)
-{
-    ist_hier_log(h, id, "%s",
-                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight to the root"
-                                          : "cluster gather, one message per cluster to the root");
-    struct ist_block mine = {sendbuf, sendcount, sendtype}, *recv = NULL;
-    if (h->rank == root) recv = ist_rank_blocks(h, recvbuf, recvcount, recvcounts, displs, recvtype);
-    const struct ist_block *own = sendbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine;
-    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_gather : gather_blocks)(h, own, root, recv);
-    free(recv);
-    return ist_hier_leave(rc);
-}
-
-int ist_wan_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, int *answer)
-{
-    struct ist_hier *h = ist_hier_enter(
-        IST_COLL_GATHER, comm,
-        sendbuf == MPI_IN_PLACE ? ist_type_bytes(recvcount, recvtype) : ist_type_bytes(sendcount, sendtype));
-    if (!h) return 0;
-    return ist_answered(answer, gather(h, IST_COLL_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
-                  recvtype, root));
-}
-
-int ist_wan_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                     MPI_Comm comm, int *answer)
-{
-    struct ist_hier *h = ist_hier_enter(
-        IST_COLL_GATHERV, comm, IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(sendcount, sendtype)));
-    if (!h) return 0;
-    return ist_answered(answer, gather(h, IST_COLL_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
-                  recvtype, root));
 }

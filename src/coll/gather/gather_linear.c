@@ -14,13 +14,13 @@
  * rendezvous, up to the flood bound. */
 #include <stdlib.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_LINEAR 7016
 
 /* mine: this rank's block (NULL at a root that gathers in place); recv: where each rank's
  * block goes (at the root only). */
-int ist_linear_gather(struct ist_hier *h, const struct ist_block *mine, int root,
+int ist_gather_linear(struct ist_hier *h, const struct ist_block *mine, int root,
                       const struct ist_block *recv)
 {
     int rc = MPI_SUCCESS;

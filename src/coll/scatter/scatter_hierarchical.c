@@ -5,12 +5,12 @@
  *
  * Chosen (coll_choose.c) when the model predicts it faster than the MPI's own scatter; cost
  * about one wide-area latency plus the remote clusters' bytes at the WAN gap.
- * Where the linear algorithm in eager segments (scatter_linear.c) is chosen instead, it runs in
- * this call's place (h->way). */
+ * The entries (scatter.c) run the linear algorithm (scatter_linear.c) instead where the
+ * selector or a forced setting chooses it. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_SCATTER 7006
 
@@ -40,8 +40,8 @@ static char *cluster_message(const struct ist_hier *h, int c, const struct ist_b
 
 /* send: each rank's block at the root; mine: where this rank's goes (NULL: the root in
  * place). */
-static int scatter_blocks(struct ist_hier *h, const struct ist_block *send, int root,
-                          const struct ist_block *mine)
+int ist_scatter_hierarchical(struct ist_hier *h, const struct ist_block *send, int root,
+                             const struct ist_block *mine)
 {
     int rootc = h->cluster_of[root], c = h->my_cluster;
     int lrep = c == rootc ? h->cluster_rank[root] : 0;
@@ -85,43 +85,4 @@ static int scatter_blocks(struct ist_hier *h, const struct ist_block *send, int 
     free(displs);
     free(msg);
     return rc;
-}
-
-/* The root's send blocks of either form (counts NULL: the regular one), and the way the
- * call takes: ours or the linear one (h->way). */
-static int scatter(struct ist_hier *h, enum ist_coll_id id, const void *sendbuf, int sendcount,
-                   const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf,
-                   int recvcount, MPI_Datatype recvtype, int root)
-{
-    ist_hier_log(h, id, "%s",
-                 h->way == IST_WAY_LINEAR ? "linear in eager segments, every block straight from the root"
-                                          : "one message per cluster from the root, cluster scatter");
-    struct ist_block mine = {recvbuf, recvcount, recvtype}, *send = NULL;
-    if (h->rank == root) send = ist_rank_blocks(h, sendbuf, sendcount, sendcounts, displs, sendtype);
-    const struct ist_block *own = recvbuf == MPI_IN_PLACE && h->rank == root ? NULL : &mine;
-    int rc = (h->way == IST_WAY_LINEAR ? ist_linear_scatter : scatter_blocks)(h, send, root, own);
-    free(send);
-    return ist_hier_leave(rc);
-}
-
-int ist_wan_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, int *answer)
-{
-    struct ist_hier *h = ist_hier_enter(
-        IST_COLL_SCATTER, comm,
-        recvbuf == MPI_IN_PLACE ? ist_type_bytes(sendcount, sendtype) : ist_type_bytes(recvcount, recvtype));
-    if (!h) return 0;
-    return ist_answered(answer, scatter(h, IST_COLL_SCATTER, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf, recvcount,
-                   recvtype, root));
-}
-
-int ist_wan_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                      int root, MPI_Comm comm, int *answer)
-{
-    struct ist_hier *h = ist_hier_enter(
-        IST_COLL_SCATTERV, comm, IST_BYTES_LOCAL(recvbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(recvcount, recvtype)));
-    if (!h) return 0;
-    return ist_answered(answer, scatter(h, IST_COLL_SCATTERV, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
-                   recvtype, root));
 }

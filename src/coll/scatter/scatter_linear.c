@@ -16,13 +16,13 @@
  * rendezvous, up to the flood bound. */
 #include <stdlib.h>
 
-#include "hier.h"
+#include "coll_algorithms.h"
 
 #define TAG_LINEAR 7016
 
 /* send: each rank's block (at the root only); mine: where this rank's goes (NULL: the
  * root in place). */
-int ist_linear_scatter(struct ist_hier *h, const struct ist_block *send, int root,
+int ist_scatter_linear(struct ist_hier *h, const struct ist_block *send, int root,
                        const struct ist_block *mine)
 {
     int rc = MPI_SUCCESS;
