@@ -12,7 +12,7 @@ and into the collectives' output directory:
                      type, each table, and each collective's default algorithm;
   coll_algorithms.c  the tables ist_<collective>_algorithms[], indexed by the algorithm.
 
-The selector (src/coll/hier.c) and the environment's parser (src/coll/settings.c) use
+The selector (src/coll/hier.c, hier_select.c) and the environment's parser (src/coll/settings.c) use
 only these tables, so a name in the registry is known to the C side at the next build;
 the Python side reads the registry itself (python/isthmus/config/collectives.py).
 """

@@ -77,7 +77,7 @@ struct ist_hier {
     long segment;  /* the call's wide-area segment in bytes (collectives.segment) */
 };
 
-/* Selector state (hier.c), from the environment at MPI_Init:
+/* Settings (hier.c, hier_select.c, hier_model.c), from the environment at MPI_Init:
  *   ISTHMUS_COLL=isthmus|native          on or off (default native);
  *   ISTHMUS_COLL_DISABLE, _ALGORITHM, _SEGMENT: collectives left native, algorithms
  *                                        forced, segment sizes (settings.h);

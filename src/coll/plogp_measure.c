@@ -1,6 +1,6 @@
 /* Measuring the P-LogP parameters at MPI_Init (ISTHMUS_PLOGP=measure, which
  * layer.clusters = "auto" sets): the lan and wan classes of the clusters the layer knows,
- * for the selector and the broadcast's optimizer (hier.c).
+ * for the selector and the broadcast's optimizer (hier_model.c loads it).
  *
  * When: at MPI_Init, with the WAN-aware collectives on and ISTHMUS_PLOGP=measure.
  *

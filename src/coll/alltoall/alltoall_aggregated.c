@@ -5,7 +5,7 @@
  * what it receives to its ranks. The coordinator posts all its wide-area receives before
  * sending. One message per pair of clusters: few wide-area messages for small blocks.
  *
- * Chosen (hier.c) where the model predicts it faster than the MPI's own; the default
+ * Chosen (hier_select.c) where the model predicts it faster than the MPI's own; the default
  * algorithm of all three forms.
  * Cost: alltoallv_l(n, M) + gather_l(n, C n M) + L_w + (C-1) g_w(n^2 M)
  *       + scatter_l(n, C n M); C(C-1) wide-area messages. */

@@ -6,7 +6,7 @@
  *   sequential (bcast_sequential.c): the same trees, the message whole;
  *   flat (bcast_flat.c): the message whole, both trees flat.
  * A forced segment size (collectives.segment, ISTHMUS_COLL_SEGMENT) overrides the shape's.
- * Chosen by the selector (hier.c) where the model predicts the pipelined broadcast faster
+ * Chosen by the selector (hier_select.c) where the model predicts the pipelined broadcast faster
  * than the MPI's own; its cost is the pipelined one (bcast_pipelined.c). */
 #include <stdlib.h>
 

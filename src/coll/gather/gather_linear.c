@@ -9,7 +9,7 @@
  * MPI's rendezvous (common/buffers.c, ist_linear_in_segments_pair).
  *
  * Chosen (coll_choose.c) where the model predicts it the margin (15%) faster than the
- * MPI's own, and for Gatherv as its one way where it is the fastest safe way (hier.c).
+ * MPI's own, and for Gatherv as its one way where it is the fastest safe way (hier_select.c).
  * Cost: L_w + (P-1) g_w(M) at the root's port: the MPI's linear algorithm without its
  * rendezvous, up to the flood bound. */
 #include <stdlib.h>
