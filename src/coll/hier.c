@@ -74,14 +74,14 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
     if (forced == IST_ALG_NATIVE) return NULL;
     int spanning = ist_world_spans(comm);
     if (zip_spanning_only && !spanning) return NULL;
-    int choose = forced == IST_ALG_NONE && !select_always && !spanning, way = IST_WAY_HIER;
+    int choose = forced == IST_ALG_NONE && !select_always && !spanning, way = IST_WAY_OURS;
     /* a WAN no slower than the LAN and nothing measured: no hierarchy is even built */
     if (choose && !ist_hier_can_choose_ours()) return NULL;
     struct ist_hier *h = ist_hier_lookup(comm);
     if (h->single) return NULL;
     if (choose && (way = ist_hier_way(h, id, bytes)) == IST_WAY_NATIVE) return NULL;
     /* forced, or every call ours (collectives.select = always): the hierarchical one */
-    if (!choose) way = forced == IST_ALG_LINEAR ? IST_WAY_LINEAR : IST_WAY_HIER;
+    if (!choose) way = forced == IST_ALG_LINEAR ? IST_WAY_LINEAR : IST_WAY_OURS;
     h->way = way;
     h->algorithm = forced;
     h->segment = settings.segment[id] > 0 ? settings.segment[id] : IST_EAGER_SEGMENT;

@@ -31,10 +31,11 @@
  * the MPI library's own collectives. */
 #define IST_NATIVE_COMM_NAME "isthmus:native"
 
-/* Which algorithm a call runs: the MPI's own, our hierarchical one (coll_<name>.c), or,
- * for Gather, Gatherv, Scatter and Scatterv, the linear one in eager segments
- * (gather/gather_linear.c, scatter/scatter_linear.c). */
-enum ist_way { IST_WAY_NATIVE, IST_WAY_HIER, IST_WAY_LINEAR };
+/* Which way a call goes: the MPI's own; ours, the algorithm the collective's entry runs
+ * (<collective>/<collective>.c: the forced one, else its default or its own choice, as
+ * allreduce's between direct and split); or, for Gather, Gatherv, Scatter and Scatterv,
+ * the linear one in eager segments (gather/gather_linear.c, scatter/scatter_linear.c). */
+enum ist_way { IST_WAY_NATIVE, IST_WAY_OURS, IST_WAY_LINEAR };
 
 /* The last choices on a communicator, by collective and size (bytes as coll_cost.h
  * counts them). */
@@ -42,7 +43,7 @@ enum ist_way { IST_WAY_NATIVE, IST_WAY_HIER, IST_WAY_LINEAR };
 struct ist_decision {
     int id;
     long bytes;
-    int wan_aware; /* an enum ist_way */
+    int way; /* an enum ist_way */
 };
 
 /* The last broadcast shapes chosen on a communicator, by message size. */
@@ -72,7 +73,7 @@ struct ist_hier {
     int *host;           /* rank -> lowest rank on its host (the selector's layout) */
     struct ist_decision decisions[IST_DECISION_CACHE];
     int next_decision;
-    int way; /* the way of the call under way (ist_hier_enter): IST_WAY_HIER or _LINEAR */
+    int way; /* the way of the call under way (ist_hier_enter): IST_WAY_OURS or _LINEAR */
     int algorithm; /* the call's forced algorithm (an enum ist_coll_algorithm), or IST_ALG_NONE */
     long segment;  /* the call's wide-area segment in bytes (collectives.segment) */
 };

@@ -70,7 +70,7 @@ static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct
         ist_tuning_find(&tuning, mpi, h->size, h->nclusters, id, bytes);
     if (rule) {
         *p = (struct prediction){rule->ours_us, rule->native_us, rule->ours_us, 1e300,
-                                 rule->ours ? IST_WAY_HIER : IST_WAY_NATIVE, "", 1};
+                                 rule->ours ? IST_WAY_OURS : IST_WAY_NATIVE, "", 1};
         snprintf(p->name, sizeof p->name, "%s", rule->ours ? "ours" : "native");
         return 1;
     }
@@ -81,7 +81,7 @@ static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct
     if (c.n == 0) return 0;
     *p = (struct prediction){1e300, 1e300, 1e300, 1e300,
                              c.c[c.best].native ? IST_WAY_NATIVE
-                             : is_linear(c.c[c.best].name) ? IST_WAY_LINEAR : IST_WAY_HIER,
+                             : is_linear(c.c[c.best].name) ? IST_WAY_LINEAR : IST_WAY_OURS,
                              "", 0};
     memcpy(p->name, c.c[c.best].name, sizeof p->name);
     for (int i = 0; i < c.n; i++) {
@@ -97,7 +97,7 @@ static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct
 static int decide(struct ist_hier *h, enum ist_coll_id id, long bytes)
 {
     struct prediction p;
-    if (!predicted(h, id, bytes, &p)) return wan_pays ? IST_WAY_HIER : IST_WAY_NATIVE;
+    if (!predicted(h, id, bytes, &p)) return wan_pays ? IST_WAY_OURS : IST_WAY_NATIVE;
     if (log_choices && h->rank == 0)
         fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, %s: "
                         "ours %.0f us, native %.0f us\n",
@@ -113,7 +113,7 @@ static int remembered(struct ist_hier *h, enum ist_coll_id id, long key, chooser
 {
     for (int i = 0; i < IST_DECISION_CACHE; i++)
         if (h->decisions[i].id == (int)id + 1 && h->decisions[i].bytes == key)
-            return h->decisions[i].wan_aware;
+            return h->decisions[i].way;
     int ours = choose(h, id, key);
     h->decisions[h->next_decision] = (struct ist_decision){(int)id + 1, key, ours};
     h->next_decision = (h->next_decision + 1) % IST_DECISION_CACHE;
@@ -174,7 +174,7 @@ int ist_hier_way(struct ist_hier *h, enum ist_coll_id id, long bytes)
     if (bytes >= 0) return remembered(h, id, bytes, decide);
     switch (remembered(h, id, V_POLICY_KEY, v_way)) {
     case V_NATIVE: return IST_WAY_NATIVE;
-    case V_OURS: return IST_WAY_HIER;
+    case V_OURS: return IST_WAY_OURS;
     case V_LINEAR: return IST_WAY_LINEAR;
     default: break;
     }

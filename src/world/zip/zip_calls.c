@@ -137,14 +137,14 @@ int ist_span_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *s
         *rc = PMPI_Iprobe(MPI_PROC_NULL, tag, c->site_comm, flag, status);
         return 1;
     }
-    int local = source == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->site_rank[source];
-    if ((source == MPI_ANY_SOURCE || local < 0) && ist_zip_iprobe_forwarded(c, source, tag, status)) {
+    int site_rank = source == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->site_rank[source];
+    if ((source == MPI_ANY_SOURCE || site_rank < 0) && ist_zip_iprobe_forwarded(c, source, tag, status)) {
         *flag = 1;
         return 1;
     }
-    if (source == MPI_ANY_SOURCE || local >= 0) {
+    if (source == MPI_ANY_SOURCE || site_rank >= 0) {
         MPI_Status st;
-        *rc = PMPI_Iprobe(local, tag, c->site_comm, flag, &st);
+        *rc = PMPI_Iprobe(site_rank, tag, c->site_comm, flag, &st);
         if (*flag) {
             st.MPI_SOURCE = c->from_site[st.MPI_SOURCE];
             if (status != MPI_STATUS_IGNORE) *status = st;

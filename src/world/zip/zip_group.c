@@ -64,18 +64,18 @@ static int *world_of(MPI_Group g, int *n)
         return out;
     }
     PMPI_Group_size(g, n);
-    int *ranks = malloc(sizeof *ranks * (size_t)(*n ? *n : 1)), *local = malloc(sizeof *local * (size_t)(*n ? *n : 1));
+    int *ranks = malloc(sizeof *ranks * (size_t)(*n ? *n : 1)), *site_ranks = malloc(sizeof *site_ranks * (size_t)(*n ? *n : 1));
     for (int i = 0; i < *n; i++) ranks[i] = i;
     MPI_Group site;
     PMPI_Comm_group(MPI_COMM_WORLD, &site);
-    PMPI_Group_translate_ranks(g, *n, ranks, site, local);
+    PMPI_Group_translate_ranks(g, *n, ranks, site, site_ranks);
     PMPI_Group_free(&site);
     for (int i = 0; i < *n; i++) {
         int w = 0;
-        while (w < ist_zip.world_size && !(ist_zip.site_of[w] == ist_zip.site && ist_zip.site_rank_of[w] == local[i])) w++;
+        while (w < ist_zip.world_size && !(ist_zip.site_of[w] == ist_zip.site && ist_zip.site_rank_of[w] == site_ranks[i])) w++;
         ranks[i] = w;
     }
-    free(local);
+    free(site_ranks);
     return ranks;
 }
 
@@ -250,14 +250,14 @@ int ist_span_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group
 /* The members of n world ranks that are in this site, as a native group of this site. */
 static int native_group_of_members(const int *w, int n, MPI_Group *out)
 {
-    int *local = malloc(sizeof *local * (size_t)(n ? n : 1)), k = 0;
+    int *site_ranks = malloc(sizeof *site_ranks * (size_t)(n ? n : 1)), k = 0;
     for (int i = 0; i < n; i++)
-        if (ist_zip.site_of[w[i]] == ist_zip.site) local[k++] = ist_zip.site_rank_of[w[i]];
+        if (ist_zip.site_of[w[i]] == ist_zip.site) site_ranks[k++] = ist_zip.site_rank_of[w[i]];
     MPI_Group site;
     PMPI_Comm_group(MPI_COMM_WORLD, &site);
-    int rc = PMPI_Group_incl(site, k, local, out);
+    int rc = PMPI_Group_incl(site, k, site_ranks, out);
     PMPI_Group_free(&site);
-    free(local);
+    free(site_ranks);
     return rc;
 }
 

@@ -53,8 +53,8 @@ int ist_zip_improbe(struct ist_zcomm *c, int source, int tag, int *flag, MPI_Mes
     ist_zip_progress();
     *flag = 0;
     if (source == MPI_PROC_NULL) return PMPI_Improbe(source, tag, c->site_comm, flag, message, status);
-    int local = source == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->site_rank[source];
-    struct zmsg *m = source == MPI_ANY_SOURCE || local < 0 ? ist_zip_take_unexpected(c, source, tag) : NULL;
+    int site_rank = source == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : c->site_rank[source];
+    struct zmsg *m = source == MPI_ANY_SOURCE || site_rank < 0 ? ist_zip_take_unexpected(c, source, tag) : NULL;
     if (m) {
         /* Matched now: take its data (a rendezvous fetches them), then send them to self. */
         char *data = malloc(m->h.bytes ? m->h.bytes : 1);
@@ -81,9 +81,9 @@ int ist_zip_improbe(struct ist_zcomm *c, int source, int tag, int *flag, MPI_Mes
         *flag = 1;
         return MPI_SUCCESS;
     }
-    if (source != MPI_ANY_SOURCE && local < 0) return MPI_SUCCESS;
+    if (source != MPI_ANY_SOURCE && site_rank < 0) return MPI_SUCCESS;
     MPI_Status st;
-    int rc = PMPI_Improbe(local, tag, c->site_comm, flag, message, &st);
+    int rc = PMPI_Improbe(site_rank, tag, c->site_comm, flag, message, &st);
     if (rc != MPI_SUCCESS || !*flag) return rc;
     remember(*message, c);
     st.MPI_SOURCE = c->from_site[st.MPI_SOURCE];

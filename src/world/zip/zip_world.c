@@ -96,13 +96,13 @@ static void wait_ready(int fd, const char *spec)
         ist_zip_fatal("the forwarder at %s answered with a frame of kind %u", spec, h.kind);
 }
 
-/* A communicator over comm ranks -> world ranks, with this site's members in `local`. */
-static struct ist_zcomm *new_comm(MPI_Comm handle, MPI_Comm local, uint64_t context, int size,
+/* A communicator over comm ranks -> world ranks, with this site's members in `site_comm`. */
+static struct ist_zcomm *new_comm(MPI_Comm handle, MPI_Comm site_comm, uint64_t context, int size,
                                   int rank, const int *world)
 {
     struct ist_zcomm *c = calloc(1, sizeof *c);
     c->handle = handle;
-    c->site_comm = local;
+    c->site_comm = site_comm;
     c->context = context;
     c->size = size;
     c->rank = rank;
@@ -186,9 +186,9 @@ void ist_zip_init(void)
     for (int w = 0; w < ist_zip.world_size; w++) identity[w] = w;
     struct ist_zcomm *world = new_comm(MPI_COMM_WORLD, MPI_COMM_WORLD, 0, ist_zip.world_size,
                                        ist_zip.world_rank, identity);
-    MPI_Comm coll_local;
-    PMPI_Comm_dup(MPI_COMM_WORLD, &coll_local);
-    world->coll = new_comm(MPI_COMM_NULL, coll_local, 1, ist_zip.world_size, ist_zip.world_rank, identity);
+    MPI_Comm coll_site;
+    PMPI_Comm_dup(MPI_COMM_WORLD, &coll_site);
+    world->coll = new_comm(MPI_COMM_NULL, coll_site, 1, ist_zip.world_size, ist_zip.world_rank, identity);
     free(identity);
     ist_zip_comms_add(world);
 }
@@ -214,9 +214,9 @@ int ist_zip_register(MPI_Comm native, uint64_t context, int n, int me, const int
     *newcomm = native;
     if (sites != 3) return MPI_SUCCESS; /* all in this site: the native one is the whole */
     struct ist_zcomm *z = new_comm(native, native, context, n, me, world);
-    MPI_Comm coll_local;
-    PMPI_Comm_dup(native, &coll_local);
-    z->coll = new_comm(MPI_COMM_NULL, coll_local, context + 1, n, me, world);
+    MPI_Comm coll_site;
+    PMPI_Comm_dup(native, &coll_site);
+    z->coll = new_comm(MPI_COMM_NULL, coll_site, context + 1, n, me, world);
     ist_zip_comms_add(z);
     return MPI_SUCCESS;
 }
