@@ -19,7 +19,7 @@ from isthmus.config.units import (
     format_size,
 )
 from isthmus.emulate import dilation, leftovers, net
-from isthmus.emulate.plan import DEFAULT_MTU, DEFAULT_NAME
+from isthmus.emulate.plan import DEFAULT_MTU, DEFAULT_NAME, DILATED_MTU
 from isthmus.errors import UserError
 
 
@@ -203,7 +203,12 @@ def add(sub: Any) -> None:
     nsub = group(sub, "net", "the emulated network: namespaces and the router")
     sp = nsub.add_parser("up", help="create the platform's emulated network")
     platform_options(sp, dilate=True)
-    sp.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of the emulated devices")
+    sp.add_argument(
+        "--mtu",
+        type=int,
+        default=None,
+        help=f"MTU of the emulated devices (default {DEFAULT_MTU}, {DILATED_MTU} when dilated)",
+    )
     sp.set_defaults(func=cmd_net_up)
     sp = nsub.add_parser("down", help="remove a network (idempotent, also after a crash)")
     sp.add_argument(

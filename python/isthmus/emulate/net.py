@@ -35,6 +35,7 @@ from isthmus.emulate.plan import (
     DEFAULT_MTU,
     DEFAULT_NAME,
     DEVICE,
+    DILATED_MTU,
     PREFIX_LEN,
     ROUTER_KEYS,
     NetworkPlan,
@@ -163,20 +164,23 @@ def up(
     platform: Platform,
     name: str = DEFAULT_NAME,
     overrides: list[str] | None = None,
-    mtu: int = DEFAULT_MTU,
+    mtu: int | None = None,
     spin_ns: int = 200_000,
     owner_pid: int = 0,
     dilation: float | None = None,
     router_sched: str = "nice",
 ) -> NetworkState:
     """Create the namespaces, start the router, configure the addresses; with dilation
-    K > 1 (default: the platform's), also the hosts' CPU cgroups."""
+    K > 1 (default: the platform's), also the hosts' CPU cgroups. The devices' MTU:
+    `mtu`, else DEFAULT_MTU, or DILATED_MTU when K > 1."""
     check_name(name)
     require_privileges()
-    if not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
-        raise UserError(f"--mtu {mtu}: expected {MTU_RANGE[0]} to {MTU_RANGE[1]}")
     p = make_plan(platform)
     k = scale.resolve(platform).factor if dilation is None else dilation
+    if mtu is None:
+        mtu = DILATED_MTU if k > 1 else DEFAULT_MTU
+    if not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
+        raise UserError(f"--mtu {mtu}: expected {MTU_RANGE[0]} to {MTU_RANGE[1]}")
     if k > 1:
         scale.require_writable()
     sysctls = tcp_sysctls(platform.tcp)
