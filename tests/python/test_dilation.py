@@ -156,6 +156,9 @@ def test_router_scales_delays_and_rates(isthmus: Run) -> None:
         assert 4 * 4.05e3 <= r["median_us"] <= 4 * 4.05e3 * 1.03, r
         status = json.loads(isthmus("net", "status", "--name", name, "--json").stdout)
         assert status["dilation"] == 4
+        # dilated, the devices carry jumbo frames (docs/dilation.md)
+        link = ["ip", "-n", f"ist-{name}-east0", "link", "show", "ist0"]
+        assert " mtu 9000 " in subprocess.run(link, capture_output=True, text=True).stdout
         # net set speaks virtual units
         assert isthmus("net", "set", "--name", name, "wan:*", "latency=1ms").returncode == 0
         r = probe("rtt", "198.18.2.1", "--udp", "--count", "20")
