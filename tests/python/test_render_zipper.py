@@ -39,6 +39,19 @@ def test_the_worst_mpi_decides_and_a_missing_experiment_is_null() -> None:
                                        "met": False}  # fmt: skip
     assert s["latency_ratio"]["value"] is None and s["aggregate_2"]["met"] is None
     assert s["collective_worst_ratio"]["value"] is None
+    assert s["provenance"] == {
+        "zipper/p2p": None,
+        "zipper/zippers": None,
+        "zipper/collectives": None,
+    }  # fmt: skip  (no header here)
+
+
+def test_the_summary_names_where_its_figures_came_from() -> None:
+    header = {"experiment": "zipper/p2p", "command": "bin/isthmus experiment run zipper/p2p",
+              "revision": "a" * 40, "clean": True, "date": "2026-11-29T00:00:00+00:00"}  # fmt: skip
+    s = z.summary({"header": header, "rows": []}, None)
+    assert s["provenance"]["zipper/p2p"] == {"file": "results/zipper/p2p.json", **header}
+    assert s["provenance"]["zipper/zippers"] is None
 
 
 def test_collectives_are_measured_against_the_direct_links_faster_entry() -> None:

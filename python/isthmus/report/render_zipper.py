@@ -266,14 +266,33 @@ def plot_collectives(res: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _provenance(res: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The results file's own provenance: what made it, at which commit, when, where."""
+    h = res.get("header") if res else None
+    if not h:
+        return None
+    keys = ("experiment", "command", "revision", "clean", "date", "machine", "mpi", "dilate")
+    return {"file": f"results/{h.get('experiment')}.json"} | {k: h[k] for k in keys if k in h}
+
+
 def summary(
     p2p: dict[str, Any] | None,
     zippers: dict[str, Any] | None,
     colls: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One number per target of issue 20 (the worst MPI's median ratio), null where the
-    experiment has not been run; each with its target and verdict."""
-    out: dict[str, Any] = {}
+    experiment has not been run; each with its target and verdict; and under "provenance"
+    where each experiment's results came from (as its results file's header says)."""
+    out: dict[str, Any] = {
+        "provenance": {
+            name: _provenance(res)
+            for name, res in (
+                ("zipper/p2p", p2p),
+                ("zipper/zippers", zippers),
+                ("zipper/collectives", colls),
+            )
+        }
+    }
     for res, checks in ((p2p, P2P_CHECKS), (zippers, ZIPPER_CHECKS)):
         for c in checks:
             decides = worst(res, c)[1] if res else None
