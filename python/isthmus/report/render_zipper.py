@@ -101,6 +101,9 @@ ZIPPER_CHECKS = (
     # "faster with 2 zippers than with 1": strictly more
     Check("one_pair_2", "one pair, one 4 MiB message: 2 zippers / 1", "one/2", "one/1", MIB4,
           "Mbit/s", 1.0, "above"),
+    # "finishes no later than over the fast one alone"
+    Check("unequal_over_fast", "one 4 MiB message: a 200 and a 50 Mbit/s zipper / the 200 alone",
+          "unequal/both", "unequal/fast", MIB4, "Mbit/s", 1.0, "at least"),
 )  # fmt: skip
 
 

@@ -342,6 +342,7 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "zipper-aggregate-2": lambda res: _zipper(res, "aggregate_2"),
     "zipper-aggregate-4": lambda res: _zipper(res, "aggregate_4"),
     "zipper-one-pair": lambda res: _zipper(res, "one_pair_2"),
+    "zipper-unequal": lambda res: _zipper(res, "unequal_over_fast"),
     "zipper-collectives": lambda res: _zipper_collectives(res),
     "soak": lambda res: Measured(*robustness.soak_named(res)),
     "no-stall": lambda res: Measured(*robustness.stall_within(res)),

@@ -59,6 +59,12 @@ void ist_zip_send_message(int dst, const struct zmsg_hdr *h, const void *data, s
  * done(arg) once the last byte is written. */
 void ist_zip_send_bulk(int dst, uint32_t id, const void *data, size_t bytes, void *owned,
                        void (*done)(void *), void *arg);
+/* Which forwarder connection takes the next bulk slice (zip_stripe.c): the connections'
+ * sockets, what connection i accepted, and whether it takes a slice of `slice` bytes now
+ * (it is expected to deliver it before any other would). */
+void ist_zip_stripe_start(const int *fds, int n);
+void ist_zip_stripe_wrote(int i, size_t bytes);
+int ist_zip_stripe_takes(int i, size_t slice);
 /* Write what the sockets take; read and hand every whole message to the engine. */
 void ist_zip_transport_progress(void);
 /* The engine's receivers (set by ist_zip_credit_init): every whole message, and bytes

@@ -6,9 +6,10 @@
  *     its pair's forwarder, in the order they were queued: every message between two
  *     ranks takes one path, so MPI's order per pair holds;
  *   - bulk data (a rendezvous's bytes once the receiver has asked for them): slices of at
- *     most a frame, each saying where it goes, taken by whichever forwarder connection has
- *     room: striping over every zipper host, and a faster zipper link simply takes more
- *     slices. The kernel keeps at most IST_ZIP_UNSENT bytes unsent on a connection
+ *     most a frame, each saying where it goes, taken by a forwarder connection that has
+ *     room and is expected to deliver it first (zip_stripe.c): striping over every zipper
+ *     host, a faster zipper link takes more slices, and a slow one stops taking them when
+ *     it would finish after the fast one. The kernel keeps at most IST_ZIP_UNSENT bytes unsent on a connection
  *     (TCP_NOTSENT_LOWAT), so a slow link holds only a little of a message, and a message
  *     waits behind at most that much bulk data (messages go first at every frame's end).
  * A frame is written straight from the message or the user's buffer with its headers in
@@ -105,14 +106,18 @@ void ist_zip_engine_start(struct forwarder_address *addrs, int n)
     fwds = calloc((size_t)n, sizeof *fwds);
     assembling = calloc((size_t)ist_zip.world_size, sizeof *assembling);
     if (!fwds || !assembling) ist_zip_fatal("out of memory");
+    int *fds = malloc((size_t)n * sizeof *fds);
+    if (!fds) ist_zip_fatal("out of memory");
     for (int i = 0; i < n; i++) {
-        fwds[i].fd = addrs[i].fd;
+        fwds[i].fd = fds[i] = addrs[i].fd;
         snprintf(fwds[i].address, sizeof fwds[i].address, "%s", addrs[i].text);
         fwds[i].payload = malloc(IST_ZIP_FRAME_MAX);
         if (!fwds[i].payload) ist_zip_fatal("out of memory");
         int lowat = IST_ZIP_UNSENT;
         setsockopt(fwds[i].fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
     }
+    ist_zip_stripe_start(fds, n);
+    free(fds);
 }
 
 int ist_zip_engine_forwarders(void) { return nfwds; }
@@ -176,7 +181,7 @@ static int next_frame(struct forwarder *f)
             hl = sizeof o->h;
         }
         f->writing = 1;
-    } else if (bulk_head) {
+    } else if (bulk_head && ist_zip_stripe_takes((int)(f - fwds), (size_t)BULK_SLICE)) {
         struct bulk *b = bulk_head;
         struct ist_zip_bulk bh = {b->id, 0, b->handed};
         f->slice = b->data + b->handed;
@@ -243,6 +248,7 @@ static void flush(struct forwarder *f)
             ist_zip_fatal("the connection to the forwarder at %s failed (%s): the forwarder or "
                           "another rank ended", f->address, strerror(errno));
         }
+        ist_zip_stripe_wrote((int)(f - fwds), (size_t)w);
         size_t into_prefix = (size_t)w < iov[0].iov_len ? (size_t)w : iov[0].iov_len;
         f->prefix_sent += into_prefix;
         f->slice_sent += (size_t)w - into_prefix;
@@ -251,8 +257,12 @@ static void flush(struct forwarder *f)
     }
 }
 
-/* Whether f has something to write (then a wait also wakes when its socket has room). */
-static int has_output(const struct forwarder *f) { return f->writing || f->head || bulk_head; }
+/* Whether f has something to write (then a wait also wakes when its socket has room): a
+ * bulk slice only when it would take one. */
+static int has_output(const struct forwarder *f)
+{
+    return f->writing || f->head || (bulk_head && ist_zip_stripe_takes((int)(f - fwds), (size_t)BULK_SLICE));
+}
 
 int ist_zip_engine_flushed(void)
 {
