@@ -268,14 +268,9 @@ def gen_c_wrapper(f: Function, by_name: dict[str, Function]) -> str:
     call = f"PMPI_{f.name[4:]}({f.arg_names()})"
     if has_sleep_form(f, by_name):
         call = f"ist_own_{f.name[4:]}({f.arg_names()})"
-    span = (
-        "    if (__builtin_expect(ist_multi_site, 0)) {\n"
-        "        int ist_zrc;\n"
-        f"        if (ist_span_{f.name[4:]}({f.arg_names()}, &ist_zrc)) return ist_zrc;\n"
-        "    }\n"
-    )
     hier = ""
     zip_ = ""
+    sites = ""  # with several sites: the call that carries it (timed like the other)
     if f.group == "coll":
         # WAN-aware collectives (src/coll): the hierarchical algorithm, unless it declines.
         # With several sites (not profiled), then src/world's for a spanning communicator.
@@ -298,14 +293,19 @@ static int ist_sites_{f.name[4:]}({decl})
     return {call};
 }}
 """
-            zip_ = (
-                "    if (__builtin_expect(ist_multi_site, 0)) "
-                f"return ist_sites_{f.name[4:]}({f.arg_names()});\n"
-            )
+            sites = f"ist_sites_{f.name[4:]}({f.arg_names()})"
         call = f"ist_coll_{f.name[4:]}({f.arg_names()})"
     comms = [p.name for p in f.params if p.base == "MPI_Comm" and "*" not in p.ctype]
     if f.name in ZIP_CALLS and f.group != "coll":
-        zip_ = span
+        hier += f"""
+static int ist_sites_{f.name[4:]}({decl})
+{{
+    int ist_zrc;
+    if (ist_span_{f.name[4:]}({f.arg_names()}, &ist_zrc)) return ist_zrc;
+    return {call};
+}}
+"""
+        sites = f"ist_sites_{f.name[4:]}({f.arg_names()})"
     elif f.name not in ZIP_CALLS and comms:
         zip_ = (
             f"    if (__builtin_expect(ist_multi_site, 0)) "
@@ -317,6 +317,8 @@ static int ist_sites_{f.name[4:]}({decl})
             "    MPI_Status ist_status;\n"
             "    if (status == MPI_STATUS_IGNORE) status = &ist_status;\n"
         )
+    if sites:  # one load of ist_multi_site, as before, on either path
+        call = f"(__builtin_expect(ist_multi_site, 0) ? {sites} : {call})"
     return f"""{hier}
 int {f.name}({decl})
 {{

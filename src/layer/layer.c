@@ -54,12 +54,11 @@ void ist_layer_init(int provided)
     check_settings();
     run_start = ist_clock_now();
     /* The world first (several sites under zipper forwarding), so that the topology and
-     * the collectives see it. The profiler is off with several sites (it gathers over one
-     * site's job). */
+     * the collectives see it; the profile is gathered over it (profile_write.c). */
     ist_world_init(&layer_comm);
     ist_hier_init(layer_comm);
     const char *path = getenv("ISTHMUS_PROFILE");
-    if (path && *path && !ist_multi_site) {
+    if (path && *path) {
         if (ist_profiler_init(ist_world_size(), provided == MPI_THREAD_MULTIPLE) == 0) {
             profile_path = strdup(path);
             ist_profiling = 1;

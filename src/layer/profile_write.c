@@ -17,6 +17,8 @@
 #include "layer.h"
 #include "profiler.h"
 #include "topology.h"
+#include "world.h"
+#include "world_calls.h"
 
 /* One nonzero bucket of one function on one rank, as sent to rank 0. */
 struct call_row {
@@ -300,13 +302,39 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
     fputs("  }\n}\n", f);
 }
 
+/* The profile's gathers and its reduction, to rank 0 of comm: carried across sites when
+ * comm spans them (zipper forwarding: src/world/zip), else the site's MPI's. */
+static void gather_to_0(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt,
+                        MPI_Comm comm)
+{
+    int answer;
+    if (!ist_world_spans(comm) || !ist_span_Gather(s, sn, st, r, rn, rt, 0, comm, &answer))
+        PMPI_Gather(s, sn, st, r, rn, rt, 0, comm);
+}
+
+static void gatherv_to_0(const void *s, int sn, void *r, const int *rn, const int *displs, MPI_Comm comm)
+{
+    int answer;
+    if (!ist_world_spans(comm) ||
+        !ist_span_Gatherv(s, sn, MPI_BYTE, r, rn, displs, MPI_BYTE, 0, comm, &answer))
+        PMPI_Gatherv(s, sn, MPI_BYTE, r, rn, displs, MPI_BYTE, 0, comm);
+}
+
+static void sum_to_0(const uint64_t *mine, uint64_t *sum, MPI_Comm comm)
+{
+    int answer;
+    if (!ist_world_spans(comm) ||
+        !ist_span_Reduce(mine, sum, 1, MPI_UINT64_T, MPI_SUM, 0, comm, &answer))
+        PMPI_Reduce(mine, sum, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
+}
+
 /* Every rank's n rows of `size` bytes, gathered on rank 0: the rows rank after rank, and in
  * *counts how many each rank sent (both NULL on other ranks). Collective over comm. */
 static void *gather_rows(const void *mine, int n, size_t size, int **counts, MPI_Comm comm)
 {
     int me, ranks;
-    PMPI_Comm_rank(comm, &me);
-    PMPI_Comm_size(comm, &ranks);
+    ist_world_Comm_rank(comm, &me);
+    ist_world_Comm_size(comm, &ranks);
     int *each = NULL, *bytes = NULL, *displs = NULL;
     char *all = NULL;
     if (me == 0) {
@@ -314,7 +342,7 @@ static void *gather_rows(const void *mine, int n, size_t size, int **counts, MPI
         bytes = calloc((size_t)ranks, sizeof *bytes);
         displs = calloc((size_t)ranks, sizeof *displs);
     }
-    PMPI_Gather(&n, 1, MPI_INT, each, 1, MPI_INT, 0, comm);
+    gather_to_0(&n, 1, MPI_INT, each, 1, MPI_INT, comm);
     if (me == 0) {
         int total = 0;
         for (int r = 0; r < ranks; r++) {
@@ -324,7 +352,7 @@ static void *gather_rows(const void *mine, int n, size_t size, int **counts, MPI
         }
         all = calloc((size_t)total + 1, size);
     }
-    PMPI_Gatherv(mine, n * (int)size, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0, comm);
+    gatherv_to_0(mine, n * (int)size, all, bytes, displs, comm);
     free(bytes);
     free(displs);
     *counts = each;
@@ -361,18 +389,16 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
         matrix = calloc((size_t)n * IST_NVEC * (size_t)n, sizeof *matrix);
     }
     struct call_row *rows = gather_rows(mine, nrows, sizeof(struct call_row), &counts, comm);
-    PMPI_Gather(&summary, (int)sizeof summary, MPI_BYTE, ranks, (int)sizeof summary, MPI_BYTE, 0,
-                comm);
-    PMPI_Gather(ist_matrix_vec, IST_NVEC * n, MPI_UINT64_T, matrix, IST_NVEC * n, MPI_UINT64_T, 0,
-                comm);
-    PMPI_Gather(ist_wan_stats, IST_FN_COUNT * IST_NWAN, MPI_UINT64_T, wan, IST_FN_COUNT * IST_NWAN,
-                MPI_UINT64_T, 0, comm);
+    gather_to_0(&summary, (int)sizeof summary, MPI_BYTE, ranks, (int)sizeof summary, MPI_BYTE, comm);
+    gather_to_0(ist_matrix_vec, IST_NVEC * n, MPI_UINT64_T, matrix, IST_NVEC * n, MPI_UINT64_T, comm);
+    gather_to_0(ist_wan_stats, IST_FN_COUNT * IST_NWAN, MPI_UINT64_T, wan, IST_FN_COUNT * IST_NWAN,
+                MPI_UINT64_T, comm);
 
     int nsites = 0, *site_counts = NULL;
     struct site_row *my = my_sites(&nsites, ticks_per_second);
     struct site_row *sites = gather_rows(my, nsites, sizeof(struct site_row), &site_counts, comm);
     uint64_t dropped = 0;
-    PMPI_Reduce(&ist_sites_dropped, &dropped, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
+    sum_to_0(&ist_sites_dropped, &dropped, comm);
 
     int rc = 0;
     if (me == 0) {

@@ -5,6 +5,7 @@ carried yet, and platforms the run refuses."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -32,6 +33,24 @@ def test_semantics_across_the_forwarder(
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.split("\n"))[1:] == [f"zip_check rank {r} of 4: ok" for r in range(4)]
     assert "ist-run" not in namespaces()
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_profile_across_the_forwarder(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, tmp_path: Path
+) -> None:
+    """--profile on a zipped run: one profile of every rank of both sites, the calls
+    recorded, the traffic matrix in world ranks across the sites."""
+    out = tmp_path / "zip.json"
+    done = isthmus("run", "-p", ZIPPER, "--profile", out, "--timeout", "120s", "--",
+                   apps[(mpi, "zip_check")])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    d = json.loads(out.read_text())
+    rows = d["ranks"]["rows"] if isinstance(d["ranks"], dict) else d["ranks"]
+    assert sorted(r["rank"] for r in rows) == [0, 1, 2, 3]
+    assert {r[1] for r in d["calls"]["rows"]} >= {"MPI_Send", "MPI_Recv", "MPI_Allreduce"}
+    cross = d["traffic"]["p2p"]["cluster_bytes"]
+    assert cross[0][1] > 0 and cross[1][0] > 0, cross  # left -> right and back
 
 
 @pytest.mark.parametrize("mpi", MPIS)

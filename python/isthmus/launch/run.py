@@ -133,8 +133,6 @@ def run(req: RunRequest) -> int:
             )
         nranks = rank_count(req.platform, req.nranks)
     if zipped:
-        if req.profile is not None or req.platform.layer.profile:
-            raise UserError("--profile: profiling a run across zipper hosts is not supported yet")
         hosts = make_plan(req.platform).hosts
         zipper.plan(req.platform, {h.name: h.address for h in hosts if h.zipper})  # refusals
     profile = req.profile
