@@ -19,15 +19,15 @@ Each wrapper has the same shape: when profiling is off, or when it is entered fr
 another wrapper (MPICH's Fortran entries call the C MPI_X), it only forwards; otherwise
 it times the call and hands the arguments named in the list to a recording helper.
 
-With several sites (src/world/zip), a wrapper first offers the call to src/world: the
-functions in ZIP_CALLS have a form ist_span_X there (declared in the generated
+With several sites (src/world/zip), a wrapper offers the call to src/world (timed and
+recorded like any other call): the functions in ZIP_CALLS have a form ist_span_X there (declared in the generated
 world_calls.h) that serves calls on communicators spanning sites; any other function with
 a communicator argument ends the run with a message naming it when that communicator spans
 sites, rather than let the native MPI answer for one site alone.
 
 A blocking collective first tries its WAN-aware form (src/coll, declared in the generated
 wan_calls.h), which may decline; with several sites, then src/world's on a communicator
-spanning them (that path is not profiled: the profiler is off with several sites).
+spanning them.
 A blocking C function also gets a sleeping form for oversubscribed runs (src/world/wait.c):
 when its nonblocking twin MPI_IX takes the same arguments plus a request (or a request
 in place of the status), the form starts MPI_IX and waits by testing and sleeping; the
@@ -273,7 +273,7 @@ def gen_c_wrapper(f: Function, by_name: dict[str, Function]) -> str:
     sites = ""  # with several sites: the call that carries it (timed like the other)
     if f.group == "coll":
         # WAN-aware collectives (src/coll): the hierarchical algorithm, unless it declines.
-        # With several sites (not profiled), then src/world's for a spanning communicator.
+        # With several sites, then src/world's for a spanning communicator (timed too).
         hier = f"""
 static inline int ist_coll_{f.name[4:]}({decl})
 {{

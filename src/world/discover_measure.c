@@ -24,11 +24,11 @@ static const struct ist_backoff idle_pauses = {.spins = 0, .hold = 0, .min_ns = 
  * 460-490 us this way, 390 by the pingpong benchmark), and a pause in virtual time holds a
  * message that arrives meanwhile; so there the pause is the sleeping waits' (it follows
  * the host's share and ends when a socket has something to read). Undilated: `b`, when
- * the ranks outnumber the cores, else none (polling). */
+ * the ranks outnumber the cores, else none (polling); b NULL: always polling. */
 static void pause_after_test(const struct ist_backoff *b, int tries)
 {
     if (ist_dilation() > 1.0) ist_world_idle(tries);
-    else if (ist_sleep_wait) ist_backoff_sleep(b, tries);
+    else if (b && ist_sleep_wait) ist_backoff_sleep(b, tries);
 }
 
 /* One message of 8 bytes (or a double) to or from peer: waiting by polling without
@@ -43,11 +43,10 @@ static void exchange_spinning(int send, void *buf, int peer, int tag, MPI_Comm c
         ist_wait_all(1, &r);
         return;
     }
-    int dilated = ist_dilation() > 1.0;
     for (int done = 0, tries = 0;; tries++) {
         PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
         if (done) break;
-        if (dilated) ist_world_idle(tries);
+        pause_after_test(NULL, tries);
     }
 }
 
