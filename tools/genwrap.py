@@ -20,8 +20,9 @@ another wrapper (MPICH's Fortran entries call the C MPI_X), it only forwards; ot
 it times the call and hands the arguments named in the list to a recording helper.
 
 With several sites (src/world/zip), a wrapper offers the call to src/world (timed and
-recorded like any other call): the functions in ZIP_CALLS have a form ist_span_X there (declared in the generated
-world_calls.h) that serves calls on communicators spanning sites; any other function with
+recorded like any other call): the functions in ZIP_CALLS have a form ist_span_X there
+(declared in the generated world_calls.h) that serves calls on communicators spanning
+sites; any other function with
 a communicator argument ends the run with a message naming it when that communicator spans
 sites, rather than let the native MPI answer for one site alone.
 
