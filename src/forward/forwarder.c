@@ -2,7 +2,7 @@
  * whose networks cannot reach each other (docs/zipper.md).
  *
  *   isthmus-forward --listen ADDR:PORT [--listen ADDR:PORT ...] --ranks N [--name NAME]
- *                   [--queue BYTES] [--startup-timeout SECONDS]
+ *                   [--queue BYTES] [--startup-timeout SECONDS] [--stats FILE]
  *
  * Every rank of the job connects to it and says hello with its world rank; when all N
  * have, it tells each READY. From then on it relays DATA and BULK frames (src/forward/wire.h) to the
@@ -24,7 +24,8 @@
  * The run ends when every rank has said BYE and closed its connection (exit 0). A rank
  * that closes without BYE has died: the forwarder names it and exits 1, and every rank
  * still connected sees its connection close and ends too; `isthmus run` then stops the
- * clusters' jobs. */
+ * clusters' jobs. With --stats, what it carried (forward_stats.h) is written when the run
+ * ends well. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "forward_stats.h"
 #include "wire.h"
 
 #define MAX_LISTEN 4
@@ -54,6 +56,7 @@ struct frame {
     size_t size;   /* header + payload */
     size_t filled; /* bytes of it arrived so far (cut-through: it may be sent before whole) */
     size_t sent;
+    double arrived; /* when its last byte came (forward_stats.h) */
     char data[];   /* struct ist_zip_frame, then the payload */
 };
 
@@ -85,6 +88,7 @@ static int nconns, cap_conns;
 static int hellos, byes_closed;
 static int epfd;
 static volatile sig_atomic_t stop_signal;
+static double read_at; /* when the read being cut into frames returned */
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -129,6 +133,7 @@ static struct frame *new_frame(uint32_t kind, uint32_t src, uint32_t dst, uint32
     memcpy(f->data, &h, sizeof h);
     f->size = sizeof h + len;
     f->filled = sizeof h;
+    f->arrived = read_at;
     return f;
 }
 
@@ -170,6 +175,7 @@ static void handle_frame(struct conn *c, struct frame *f)
         struct conn *to = by_rank[h.dst];
         if (to->said_bye || to->fd < 0) { /* e.g. credit given back to a rank that has ended */
             c->discard = h.len;
+            fwd_stats_dropped(h.len);
             free(f);
             return;
         }
@@ -177,6 +183,7 @@ static void handle_frame(struct conn *c, struct frame *f)
         enqueue(to, f);
         if (to->queued > queue_limit) { /* hold this sender until `to` drains */
             c->paused_for = (int)h.dst;
+            fwd_stats_held(c->rank, (int)h.dst);
             c->reading = 0;
             update_events(c);
         }
@@ -197,6 +204,7 @@ static void drop_queue(struct conn *c)
                 conns[i]->in = NULL;
                 conns[i]->discard = f->size - f->filled;
             }
+        fwd_stats_dropped(f->size - sizeof(struct ist_zip_frame));
         free(f);
     }
     c->tail = NULL;
@@ -220,7 +228,10 @@ static void fill(struct conn *c, const char *p, size_t n)
     struct frame *f = c->in;
     memcpy(f->data + f->filled, p, n);
     f->filled += n;
-    if (f->filled == f->size) c->in = NULL;
+    if (f->filled == f->size) {
+        c->in = NULL;
+        f->arrived = read_at;
+    }
     struct ist_zip_frame h;
     memcpy(&h, f->data, sizeof h);
     struct conn *to = by_rank[h.dst];
@@ -247,6 +258,7 @@ static void read_conn(struct conn *c)
             die("reading from %s: %s", who(c), strerror(errno));
         }
         c->bytes_in += n;
+        read_at = fwd_now();
         const char *p = stage;
         size_t left = (size_t)n;
         while (left > 0) {
@@ -312,6 +324,7 @@ static void write_conn(struct conn *c)
         }
         c->bytes_out += w;
         c->queued -= w;
+        double now = fwd_now();
         while (w > 0) {
             struct frame *f = c->head;
             size_t left = f->filled - f->sent;
@@ -322,6 +335,10 @@ static void write_conn(struct conn *c)
             w -= (ssize_t)left;
             f->sent = f->filled;
             if (f->sent < f->size) break; /* the rest of it has not come yet */
+            struct ist_zip_frame h;
+            memcpy(&h, f->data, sizeof h);
+            if (h.kind == IST_ZIP_DATA || h.kind == IST_ZIP_BULK)
+                fwd_stats_frame((int)h.src, (int)h.dst, h.len, f->arrived, now);
             c->head = f->next;
             if (!c->head) c->tail = NULL;
             free(f);
@@ -411,6 +428,7 @@ int main(int argc, char **argv)
     const char *listen_specs[MAX_LISTEN];
     int nlisten = 0;
     long startup_timeout = 120;
+    const char *stats = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) die("%s: expected a value after it", argv[i]);
@@ -419,7 +437,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--name") == 0) name = v;
         else if (strcmp(argv[i], "--queue") == 0) queue_limit = number("--queue", v, IST_ZIP_FRAME_MAX);
         else if (strcmp(argv[i], "--startup-timeout") == 0) startup_timeout = number("--startup-timeout", v, 1);
-        else die("%s: unknown option (expected --listen, --ranks, --name, --queue, --startup-timeout)", argv[i]);
+        else if (strcmp(argv[i], "--stats") == 0) stats = v;
+        else die("%s: unknown option (expected --listen, --ranks, --name, --queue, --startup-timeout, --stats)", argv[i]);
         i++;
     }
     if (!nlisten || !nranks) die("expected --listen ADDRESS:PORT and --ranks N");
@@ -428,6 +447,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     by_rank = calloc((size_t)nranks, sizeof *by_rank);
+    fwd_stats_init(nranks);
     epfd = epoll_create1(EPOLL_CLOEXEC);
     int lfds[MAX_LISTEN];
     for (int i = 0; i < nlisten; i++) {
@@ -462,6 +482,12 @@ int main(int argc, char **argv)
             if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->reading)
                 read_conn(c);
         }
+    }
+    if (stats) {
+        for (int i = 0; i < nconns; i++)
+            if (conns[i]->rank >= 0) fwd_stats_connection(conns[i]->rank, conns[i]->bytes_in, conns[i]->bytes_out);
+        if (fwd_stats_write(stats, name, fwd_now() - t0.tv_sec - 1e-9 * (double)t0.tv_nsec) != 0)
+            die("--stats %s: cannot write it: %s", stats, strerror(errno));
     }
     return 0;
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,35 @@ def test_call_sites_without_debugging_information_keep_object_and_address() -> N
     where = where_in_source(sites)
     assert where[sites[0]] == "true +0x1234"  # Debian's coreutils are stripped
     assert where[sites[1]] == "app +0x99"
+
+
+def test_add_forwarders_merges_a_real_sites_stats(
+    isthmus: Run, profile_file: Path, tmp_path: Path
+) -> None:
+    """A real site's forwarder writes --stats; add-forwarders merges it into the profile
+    (bad or missing files: one line, exit 2, the profile untouched)."""
+    prof = tmp_path / "p.json"
+    prof.write_bytes(profile_file.read_bytes())
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "other"}')
+    for stats, message in ((bad, "not forwarder statistics"), (tmp_path / "no.json", "no such")):
+        done = isthmus("profile", "add-forwarders", prof, stats)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert prof.read_bytes() == profile_file.read_bytes()
+    stats = tmp_path / "gate.json"
+    stats.write_text(
+        json.dumps(
+            {
+                "schema": "isthmus-forwarder-stats", "version": 1, "name": "gate", "ranks": 4,
+                "seconds": 1.5, "dropped_bytes": 0, "wait_histogram_us": [0, 3],
+                "pairs": [{"src": 0, "dst": 3, "frames": 3, "bytes": 300,
+                           "wait_seconds": 3e-6, "wait_max_seconds": 1.5e-6, "held": 1}],
+                "connections": [{"rank": r, "bytes_in": 0, "bytes_out": 0} for r in range(4)],
+            }
+        )
+    )  # fmt: skip
+    done = isthmus("profile", "add-forwarders", prof, stats)
+    assert done.returncode == 0, done.stderr
+    shown = isthmus("profile", "show", prof)
+    assert "Forwarder gate" in shown.stdout and "rank 0 (" in shown.stdout

@@ -40,7 +40,8 @@ def test_a_profile_across_the_forwarder(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, tmp_path: Path
 ) -> None:
     """--profile on a zipped run: one profile of every rank of both sites, the calls
-    recorded, the traffic matrix in world ranks across the sites."""
+    recorded, the traffic matrix in world ranks across the sites; what the forwarder
+    carried, per pair of ranks, merged in and shown."""
     out = tmp_path / "zip.json"
     done = isthmus("run", "-p", ZIPPER, "--profile", out, "--timeout", "120s", "--",
                    apps[(mpi, "zip_check")])  # fmt: skip
@@ -51,6 +52,20 @@ def test_a_profile_across_the_forwarder(
     assert {r[1] for r in d["calls"]["rows"]} >= {"MPI_Send", "MPI_Recv", "MPI_Allreduce"}
     cross = d["traffic"]["p2p"]["cluster_bytes"]
     assert cross[0][1] > 0 and cross[1][0] > 0, cross  # left -> right and back
+    (fwd,) = d["forwarders"]
+    cluster = {r["rank"]: r["cluster"] for r in rows}
+    assert fwd["name"] == "gate0" and fwd["dilation"] == 1.0
+    assert all(cluster[p["src"]] != cluster[p["dst"]] for p in fwd["pairs"])  # only across
+    relayed = [[0, 0], [0, 0]]
+    for p in fwd["pairs"]:
+        relayed[cluster[p["src"]]][cluster[p["dst"]]] += p["bytes"]
+        assert p["frames"] > 0 and 0 <= p["wait_max_seconds"] <= p["wait_seconds"]
+    # the application's bytes across, plus the layer's headers and credits
+    assert relayed[0][1] >= cross[0][1] and relayed[1][0] >= cross[1][0], (relayed, cross)
+    assert sum(fwd["wait_histogram_real_us"]) == sum(p["frames"] for p in fwd["pairs"])
+    shown = isthmus("profile", "show", out)
+    assert shown.returncode == 0, shown.stderr
+    assert "Forwarder gate0" in shown.stdout and "rank 3 (right)" in shown.stdout
 
 
 @pytest.mark.parametrize("mpi", MPIS)
@@ -160,12 +175,16 @@ def free_port() -> int:
 
 
 @pytest.mark.parametrize("mpi", MPIS)
-def test_real_sites_with_their_own_launchers(apps: dict[tuple[str, str], Path], mpi: str) -> None:
+def test_real_sites_with_their_own_launchers(
+    apps: dict[tuple[str, str], Path], mpi: str, tmp_path: Path
+) -> None:
     """Off the emulator: isthmus forward on this host, and each site's job started by its
-    own isthmus run --site (two launchers on one machine, the forwarder on loopback)."""
+    own isthmus run --site (two launchers on one machine, the forwarder on loopback); the
+    forwarder's --stats say it carried traffic both ways between the sites."""
     where = f"127.0.0.1:{free_port()}"
+    stats = tmp_path / "gw.json"
     forward = subprocess.Popen(
-        [ISTHMUS, "forward", "--listen", where, "--ranks", "4", "--name", "gw"],
+        [ISTHMUS, "forward", "--listen", where, "--ranks", "4", "--name", "gw", "--stats", stats],
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -193,6 +212,8 @@ def test_real_sites_with_their_own_launchers(apps: dict[tuple[str, str], Path], 
     lines = sorted("".join(out for out, _ in outs).splitlines())
     assert lines == [f"zip_check rank {r} of 4: ok" for r in range(4)]
     assert forward.returncode == 0
+    carried = {(p["src"] < 2, p["dst"] < 2) for p in json.loads(stats.read_text())["pairs"]}
+    assert carried == {(True, False), (False, True)}  # left -> right and back, nothing else
 
 
 def test_real_site_options_are_checked(isthmus: Run) -> None:

@@ -63,6 +63,11 @@ def cmd_forward(args: argparse.Namespace) -> int:
     cmd = [str(paths.forwarder()), "--ranks", str(args.ranks), "--name", args.name]
     for spec in args.listen:
         cmd += ["--listen", spec]
+    if args.stats:
+        stats = Path(args.stats).resolve()
+        if not stats.parent.is_dir():
+            raise UserError(f"--stats {args.stats}: the directory {stats.parent} does not exist")
+        cmd += ["--stats", str(stats)]
     return subprocess.run(cmd).returncode
 
 
@@ -118,4 +123,9 @@ def add(sub: Any) -> None:
     )  # fmt: skip
     fp.add_argument("--ranks", type=int, required=True, help="the world's number of ranks")
     fp.add_argument("--name", default="forwarder", help="for messages (default: forwarder)")
+    fp.add_argument(
+        "--stats",
+        metavar="OUT.json",
+        help="write what it carried here when the job ends (isthmus profile add-forwarders)",
+    )
     fp.set_defaults(func=cmd_forward)

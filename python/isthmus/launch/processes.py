@@ -218,6 +218,16 @@ def launch_all(
     return 0, None
 
 
+def forwarder_stats(status_dir: Path, host: str) -> Path:
+    """Where the forwarder on `host` writes what it carried (isthmus-forward --stats)."""
+    return status_dir / f"forwarder-{host}.json"
+
+
+def forwarders_stats(status_dir: Path) -> list[Path]:
+    """The stats files the forwarders of a run wrote (those that ended well)."""
+    return sorted(status_dir.glob("forwarder-*.json"))
+
+
 def zipped_processes(
     platform: Platform,
     impl: mpi.MpiImplementation,
@@ -238,7 +248,7 @@ def zipped_processes(
             [
                 "ip", "netns", "exec", netns_name(netname, f.host),
                 str(paths.forwarder()), "--listen", f.address, "--ranks", str(nranks),
-                "--name", f.host,
+                "--name", f.host, "--stats", str(forwarder_stats(status_dir, f.host)),
             ],
             dict(os.environ),
         )

@@ -43,12 +43,14 @@ from isthmus.launch.environment import (
 )
 from isthmus.launch.processes import (
     EXIT_NETWORK_FAILED,
+    forwarders_stats,
     launch,
     launch_all,
     rank_namespaces,
     zipped_processes,
 )
 from isthmus.launch.status import first_failure
+from isthmus.profile import forwarders as profile_forwarders
 
 
 def _report_backtraces(status_dir: Path, netname: str, timeout: float) -> None:
@@ -80,10 +82,15 @@ class RunRequest:
     forwarders: tuple[str, ...] = ()
 
 
-def _annotate_profile(path: Path, run_info: dict[str, Any]) -> None:
-    """Add how the run was made to the profile the layer wrote (atomically)."""
+def _annotate_profile(
+    path: Path, run_info: dict[str, Any], forwarded: list[dict[str, Any]]
+) -> None:
+    """Add how the run was made, and what the forwarders carried, to the profile the layer
+    wrote (atomically)."""
     data = records.read_json(path, "profile", "profile")
     data["run"] = run_info
+    if forwarded:
+        data["forwarders"] = forwarded
     records.write_json(path, data, "profile")
 
 
@@ -171,6 +178,7 @@ def run(req: RunRequest) -> int:
             file=sys.stderr,
         )
     timeout = req.timeout * dilation.factor if req.timeout else req.timeout
+    forwarded: list[dict[str, Any]] = []  # what each zipper forwarder carried
     try:
         if own_network:
             for left, pid in leftovers.remove_orphans():
@@ -226,6 +234,10 @@ def run(req: RunRequest) -> int:
                     )
                     cmd = launchers[0].cmd
                     rc, stopped = launch_all(launchers, forwarders, timeout, alive, out, on_timeout)
+                    forwarded = profile_forwarders.merged(
+                        profile_forwarders.read_stats(forwarders_stats(Path(status_dir))),
+                        dilation.factor,
+                    )
                 else:
                     rc, stopped = launch(cmd, env, timeout, alive, out, on_timeout)
             wall = time.monotonic() - started
@@ -300,6 +312,7 @@ def run(req: RunRequest) -> int:
                     "dilation": dilation.factor,
                     "dilation_why": dilation.why,
                 },
+                forwarded,
             )
         else:
             print(

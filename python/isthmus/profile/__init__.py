@@ -22,7 +22,7 @@ from rich.table import Table
 from isthmus import records
 from isthmus.config.units import format_size
 from isthmus.errors import UserError
-from isthmus.profile import discovery
+from isthmus.profile import discovery, forwarders
 
 SCHEMA = "isthmus-profile"
 VERSION = 1
@@ -349,3 +349,5 @@ def show(p: Profile, console: Console) -> None:
             "yes" if p.rank_cluster[s] != p.rank_cluster[dst] else "no",
         )
     console.print(top)
+
+    forwarders.show(d, console)
