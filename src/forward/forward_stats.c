@@ -24,6 +24,8 @@ struct pair_counts {
 static int nranks;
 static struct pair_counts *pairs; /* [src * nranks + dst] */
 static long long (*conn_bytes)[2]; /* per rank: read from it, written to it */
+static char (*conn_peer)[16];      /* per rank: the IPv4 address it connected from */
+static char *conn_same_host;       /* per rank: it connected from this host's own address */
 static long long wait_buckets[WAIT_BUCKETS];
 static long long dropped_bytes;
 
@@ -39,7 +41,9 @@ void fwd_stats_init(int n)
     nranks = n;
     pairs = calloc((size_t)n * (size_t)n, sizeof *pairs);
     conn_bytes = calloc((size_t)n, sizeof *conn_bytes);
-    if (!pairs || !conn_bytes) {
+    conn_peer = calloc((size_t)n, sizeof *conn_peer);
+    conn_same_host = calloc((size_t)n, 1);
+    if (!pairs || !conn_bytes || !conn_peer || !conn_same_host) {
         fputs("isthmus-forward: out of memory for its counters\n", stderr);
         exit(1);
     }
@@ -62,8 +66,11 @@ void fwd_stats_held(int src, int dst) { pairs[(size_t)src * (size_t)nranks + (si
 
 void fwd_stats_dropped(size_t bytes) { dropped_bytes += (long long)bytes; }
 
-void fwd_stats_connection(int r, long long bytes_in, long long bytes_out)
+void fwd_stats_connection(int r, const char *peer, int same_host, long long bytes_in,
+                          long long bytes_out)
 {
+    snprintf(conn_peer[r], sizeof conn_peer[r], "%s", peer);
+    conn_same_host[r] = (char)same_host;
     conn_bytes[r][0] = bytes_in;
     conn_bytes[r][1] = bytes_out;
 }
@@ -91,8 +98,11 @@ static void write_json(FILE *f, const char *name, double seconds)
     fprintf(f, "\n  ],\n  \"connections\": [");
     sep = "\n";
     for (int r = 0; r < nranks; r++) {
-        fprintf(f, "%s    {\"rank\": %d, \"bytes_in\": %lld, \"bytes_out\": %lld}", sep, r,
-                conn_bytes[r][0], conn_bytes[r][1]);
+        fprintf(f,
+                "%s    {\"rank\": %d, \"from\": \"%s\", \"same_host\": %s, \"bytes_in\": %lld, "
+                "\"bytes_out\": %lld}",
+                sep, r, conn_peer[r], conn_same_host[r] ? "true" : "false", conn_bytes[r][0],
+                conn_bytes[r][1]);
         sep = ",\n";
     }
     int last = 0;

@@ -17,8 +17,10 @@ void fwd_stats_frame(int src, int dst, size_t payload, double arrived, double le
 void fwd_stats_held(int src, int dst);
 /* Payload bytes dropped for a rank that had already ended. */
 void fwd_stats_dropped(size_t bytes);
-/* Bytes read from and written to rank r's connection. */
-void fwd_stats_connection(int r, long long bytes_in, long long bytes_out);
+/* Rank r's connection: the address it came from, whether that is this host's own (a rank
+ * on the zipper host: no network between), bytes read from it and written to it. */
+void fwd_stats_connection(int r, const char *peer, int same_host, long long bytes_in,
+                          long long bytes_out);
 /* The counts as JSON in `path` (written whole or not at all); 0, or -1 with errno. */
 int fwd_stats_write(const char *path, const char *name, double seconds);
 

@@ -68,6 +68,7 @@ struct conn {
     int writing;    /* EPOLLOUT wanted */
     int paused_for; /* the destination rank whose queue is full, or -1 */
     char peer[INET_ADDRSTRLEN]; /* the rank's host address, for messages */
+    int same_host;              /* it connected from this host's own address */
     /* input: a header split between reads, and the frame being filled */
     struct ist_zip_frame hdr;
     size_t hdr_got;
@@ -386,6 +387,10 @@ static void accept_all(int lfd)
         if (!c) die("out of memory");
         c->fd = fd;
         inet_ntop(AF_INET, &from.sin_addr, c->peer, sizeof c->peer);
+        struct sockaddr_in here;
+        socklen_t herelen = sizeof here;
+        c->same_host = getsockname(fd, (struct sockaddr *)&here, &herelen) == 0 &&
+                       here.sin_addr.s_addr == from.sin_addr.s_addr;
         c->rank = -1;
         c->paused_for = -1;
         c->reading = 1;
@@ -485,7 +490,8 @@ int main(int argc, char **argv)
     }
     if (stats) {
         for (int i = 0; i < nconns; i++)
-            if (conns[i]->rank >= 0) fwd_stats_connection(conns[i]->rank, conns[i]->bytes_in, conns[i]->bytes_out);
+            if (conns[i]->rank >= 0) fwd_stats_connection(conns[i]->rank, conns[i]->peer, conns[i]->same_host,
+                                     conns[i]->bytes_in, conns[i]->bytes_out);
         if (fwd_stats_write(stats, name, fwd_now() - t0.tv_sec - 1e-9 * (double)t0.tv_nsec) != 0)
             die("--stats %s: cannot write it: %s", stats, strerror(errno));
     }

@@ -236,13 +236,90 @@ def test_a_call_not_carried_yet_is_named(isthmus: Run, apps: dict[tuple[str, str
     assert "MPI_Comm_idup on a communicator that spans sites: not carried" in done.stderr
 
 
-def test_platforms_the_forwarding_refuses(isthmus: Run, tmp_path: Path) -> None:
-    ranked = tmp_path / "ranked.toml"
-    ranked.write_text(ZIPPER.read_text().replace("hosts = 1\n", "hosts = 1\nranks_per_host = 1\n"))
-    done = isthmus("run", "-p", ranked, "--", "true")
-    assert done.returncode == 2
-    assert "zippers.gate.ranks_per_host = 1: ranks on zipper hosts" in done.stderr
+RANKED = ("--set", "zippers.gate.ranks_per_host=2")  # ranks 4 and 5 on gate0
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_ranks_on_the_zipper_host_placed_by_a_file(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, tmp_path: Path
+) -> None:
+    """Two ranks on the zipper host, one in each site's job, and the others moved by a
+    placement file: the semantics checks pass, and each rank reaches the forwarder from
+    the host the file gave it (a rank on the zipper host from the zipper's own address)."""
+    place = tmp_path / "place.toml"
+    hosts = ["gate0", "left0", "right0", "left1", "right1", "gate0"]
+    place.write_text(
+        'platform = "zipper"\n'
+        f"hosts = {json.dumps(hosts)}\n"
+        'clusters = ["left", "left", "right", "left", "right", "right"]\n'
+    )
+    out = tmp_path / "p.json"
+    done = isthmus("run", "-p", ZIPPER, *RANKED, "--placement", place, "--profile", out,
+                   "--timeout", "120s", "--", apps[(mpi, "zip_check")])  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(done.stdout.split("\n"))[1:] == [f"zip_check rank {r} of 6: ok" for r in range(6)]
+    d = json.loads(out.read_text())
+    assert [r["cluster"] for r in d["ranks"]] == [0, 0, 1, 0, 1, 1]
+    (fwd,) = d["forwarders"]
+    came_from = {c["rank"]: c["from"] for c in fwd["connections"]}
+    assert came_from[0] == came_from[5] == "198.18.3.1"  # gate0's address: no network hop
+    assert len({came_from[r] for r in (1, 2, 3, 4)} | {"198.18.3.1"}) == 5
+
+
+def crossing_both_networks(profile: dict) -> int:
+    """Bytes the forwarder relayed between two ranks neither of which ran on its host."""
+    (fwd,) = profile["forwarders"]
+    here = {c["rank"] for c in fwd["connections"] if c["same_host"]}
+    return sum(p["bytes"] for p in fwd["pairs"] if not {p["src"], p["dst"]} & here)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_advised_placement_keeps_bytes_off_the_forwarder(
+    isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, tmp_path: Path
+) -> None:
+    """Profile, advise, run again with the advice: the bytes the forwarder carries
+    between the two networks fall as the advice said (zip_check's large exchange across
+    gets an end on the zipper host)."""
+    app, first, second = apps[(mpi, "zip_check")], tmp_path / "a.json", tmp_path / "b.json"
+    place = tmp_path / "place.toml"
+    done = isthmus("run", "-p", ZIPPER, *RANKED, "--profile", first, "--timeout", "120s",
+                   "--", app)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    advice = isthmus("profile", "advise", first, "-p", ZIPPER, *RANKED, "-o", place)
+    assert advice.returncode == 0, advice.stderr
+    assert "minimum vertex cover (König" in advice.stdout and place.exists()
+    done = isthmus("run", "-p", ZIPPER, *RANKED, "--placement", place, "--profile", second,
+                   "--timeout", "120s", "--", app)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    before = crossing_both_networks(json.loads(first.read_text()))
+    after = crossing_both_networks(json.loads(second.read_text()))
+    assert before > 10 << 20 and after < before / 50, (before, after, advice.stdout)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('hosts = ["left0"]', "hosts: 1 ranks, the platform has 6"),
+        ('hosts = ["left0", "left0", "right0", "right1", "gate0", "gate0"]',
+         "host 'left0' holds 2 ranks, the platform gives it 1"),
+        ('hosts = ["left0", "left9", "right0", "right1", "gate0", "gate0"]',
+         "host 'left9': not a host with ranks"),
+        ('hosts = ["left0", "left1", "right0", "right1", "gate0", "gate0"]\n'
+         'clusters = ["left", "right", "right", "right", "left", "left"]',
+         "rank 1 on left1 counted in 'right': expected left"),
+        ('platform = "other"', "made for platform 'other', not 'zipper'"),
+        ("ranks = 3", "unknown key 'ranks'"),
+    ],
+)  # fmt: skip
+def test_bad_placement_files(isthmus: Run, tmp_path: Path, text: str, message: str) -> None:
+    place = tmp_path / "place.toml"
+    place.write_text(text + "\n")
+    done = isthmus("run", "-p", ZIPPER, *RANKED, "--placement", place, "--", "true")
+    assert done.returncode == 2 and message in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_platforms_the_forwarding_refuses(isthmus: Run, tmp_path: Path) -> None:
     apart = tmp_path / "apart.toml"
     apart.write_text(ZIPPER.read_text().split("[zippers.gate]")[0])
     done = isthmus("run", "-p", apart, "--", "true")

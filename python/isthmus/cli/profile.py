@@ -1,4 +1,4 @@
-"""`isthmus profile show|plot|report|add-forwarders`: a run's profile read back."""
+"""`isthmus profile show|plot|report|add-forwarders|advise`: a run's profile read back."""
 
 from __future__ import annotations
 
@@ -7,11 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from isthmus import profile as profile_mod
-from isthmus.cli.common import group, output_path
+from isthmus.cli.common import group, output_path, platform_options
+from isthmus.config import placement
+from isthmus.config import platform as platform_mod
+from isthmus.config.units import format_size
 from isthmus.errors import UserError
-from isthmus.profile import forwarders
+from isthmus.profile import advise, forwarders
 from isthmus.report import figures
 
 
@@ -44,6 +48,41 @@ def cmd_profile_add_forwarders(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_profile_advise(args: argparse.Namespace) -> int:
+    prof = profile_mod.load(args.file)
+    platform = platform_mod.load(args.platform, args.set)
+    if not platform.emulated:
+        raise UserError(f"{args.platform}: advise needs an emulated platform (it names hosts)")
+    out = output_path(args.output)
+    a = advise.advise(prof.data, platform)
+    console = Console(width=max(Console().width, 100))
+    console.print(f"[bold]placement advice[/bold] for {prof.path} on {platform.name}: {a.method}")
+    console.print(
+        f"cross-site traffic graph: {a.cover_method}: {len(a.cover)} ranks {a.cover} "
+        f"({sum(z.hosts * z.ranks_per_host for z in platform.zippers)} zipper slots)"
+    )
+    t = Table(title="Bytes that cross a forwarder between two networks (both directions)")
+    for col in ("placement", "bytes", "of all cross-site bytes", "ranks on zipper hosts"):
+        t.add_column(col, justify="left" if col == "placement" else "right")
+    zipper_hosts = {f"{z.name}{i}" for z in platform.zippers for i in range(z.hosts)}
+    profiled = advise.profiled_slots(prof.data, platform)
+    for label, nbytes, slots in (("profiled", a.before, profiled), ("advised", a.after, a.slots)):
+        on = [r for r, s in enumerate(slots) if s.host in zipper_hosts]
+        share = f"{100.0 * nbytes / a.total_cross_site:.1f} %" if a.total_cross_site else "-"
+        t.add_row(label, format_size(nbytes), share, ", ".join(map(str, on)))
+    console.print(t)
+    for r in a.moved:
+        console.print(f"  rank {r}: {profiled[r].host} ({profiled[r].cluster}) -> "
+                      f"{a.slots[r].host} ({a.slots[r].cluster})")  # fmt: skip
+    placement.write(
+        out, platform, a.slots,
+        f"advised from {prof.path}: {format_size(a.before)} -> {format_size(a.after)} "
+        "crossing a forwarder between networks",
+    )  # fmt: skip
+    print(f"wrote {out}: isthmus run -p {args.platform} --placement {out} -- ...")
+    return 0
+
+
 def add(sub: Any) -> None:
     """The profile command(s) on the top-level subparsers."""
     prsub = group(sub, "profile", "read a profile written by a run")
@@ -65,3 +104,11 @@ def add(sub: Any) -> None:
     sp.add_argument("file")
     sp.add_argument("stats", nargs="+", metavar="STATS.json")
     sp.set_defaults(func=cmd_profile_add_forwarders)
+    sp = prsub.add_parser(
+        "advise",
+        help="which ranks to run on the zipper hosts, from the profile's traffic (a placement)",
+    )
+    sp.add_argument("file")
+    platform_options(sp, help="the platform of the profiled run, with ranks on zipper hosts")
+    sp.add_argument("-o", "--output", required=True, metavar="PLACEMENT.toml")
+    sp.set_defaults(func=cmd_profile_advise)

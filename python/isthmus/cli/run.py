@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from isthmus.cli.common import platform_options, timeout_option
-from isthmus.config import paths
+from isthmus.config import paths, placement
 from isthmus.config import platform as platform_mod
 from isthmus.errors import UserError
 from isthmus.launch import zipper
@@ -24,6 +24,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.n is not None and args.n < 1:
         raise UserError(f"-n {args.n}: expected a positive number of ranks")
     p = platform_mod.load(args.platform, args.set)
+    if args.placement:
+        if not p.emulated:
+            raise UserError("--placement: only on an emulated platform (it names emulated hosts)")
+        p = placement.load(Path(args.placement), p)
     req = RunRequest(
         platform=p,
         app=app,
@@ -86,6 +90,11 @@ def add(sub: Any) -> None:
         help="MPI implementation (default: the one the application is linked with)",
     )
     rp.add_argument("--profile", metavar="OUT.json", help="profile the run into this file")
+    rp.add_argument(
+        "--placement",
+        metavar="FILE",
+        help="the host of every world rank (isthmus profile advise writes one; docs/zipper.md)",
+    )
     rp.add_argument(
         "--timeout", metavar="DURATION", help="stop the run after this long (e.g. 10min, 30s)"
     )

@@ -139,6 +139,15 @@ class EmulationSettings:
 
 
 @dataclass(frozen=True)
+class Slot:
+    """Where one world rank runs: its emulated host, and the cluster it counts in (whose
+    site's job it joins; on a zipper host, one of the clusters the zipper joins)."""
+
+    host: str  # "left0", "gate0"
+    cluster: str
+
+
+@dataclass(frozen=True)
 class Platform:
     name: str
     path: Path
@@ -151,6 +160,9 @@ class Platform:
     collectives: CollectiveSettings = field(default_factory=CollectiveSettings)
     tcp: TcpSettings = field(default_factory=TcpSettings)
     emulation: EmulationSettings = field(default_factory=EmulationSettings)
+    # every world rank's slot, from a placement file (isthmus run --placement); None: the
+    # default (rank_slots)
+    placement: tuple[Slot, ...] | None = None
 
     @property
     def total_ranks(self) -> int:
@@ -196,16 +208,57 @@ class Platform:
                 return [lk for lk in (z.link, into) if lk is not None]
         return None
 
-    def rank_clusters(self) -> list[str]:
-        """The cluster of every world rank of the clusters (zipper ranks come after):
-        in blocks in file order, or with layer.placement = "round-robin" one rank of each
-        cluster in turn (a cluster that has no ranks left is skipped)."""
-        if self.layer.placement == "block":
-            return [c.name for c in self.clusters for _ in range(c.ranks)]
-        out = []
-        for i in range(max((c.ranks for c in self.clusters), default=0)):
-            out += [c.name for c in self.clusters if i < c.ranks]
+    def sites(self) -> list[list[str]]:
+        """The clusters of each site, in file order: the groups the wide-area links join
+        (one native MPI job each; sites reach each other only through zipper hosts)."""
+        site_of: dict[str, int] = {}
+        out: list[list[str]] = []
+        names = [x.name for x in self.clusters]
+        for c in names:
+            if c in site_of:
+                continue
+            site_of[c] = len(out)
+            members, todo = [c], [c]
+            while todo:
+                a = todo.pop()
+                for b in names:
+                    linked = (a, b) in self.wan or (b, a) in self.wan
+                    if b not in site_of and linked:
+                        site_of[b] = len(out)
+                        members.append(b)
+                        todo.append(b)
+            out.append(sorted(members, key=names.index))
         return out
+
+    def default_slots(self) -> list[Slot]:
+        """Every world rank's slot without a placement file: the clusters' ranks in blocks
+        in file order, or with layer.placement = "round-robin" one rank of each cluster in
+        turn (a cluster that has no ranks left is skipped), each cluster's filling its
+        hosts in order, ranks_per_host each; then the zipper hosts' ranks, counted in the
+        first cluster their zipper joins."""
+        if self.layer.placement == "block":
+            names = [c.name for c in self.clusters for _ in range(c.ranks)]
+        else:
+            names = []
+            for i in range(max((c.ranks for c in self.clusters), default=0)):
+                names += [c.name for c in self.clusters if i < c.ranks]
+        taken = dict.fromkeys((c.name for c in self.clusters), 0)
+        out = []
+        for name in names:
+            out.append(Slot(f"{name}{taken[name] // self.cluster(name).ranks_per_host}", name))
+            taken[name] += 1
+        for z in self.zippers:
+            out += [Slot(f"{z.name}{h}", z.clusters[0]) for h in range(z.hosts)
+                    for _ in range(z.ranks_per_host)]  # fmt: skip
+        return out
+
+    def rank_slots(self) -> list[Slot]:
+        """Every world rank's slot: the placement file's, else the default."""
+        return list(self.placement) if self.placement is not None else self.default_slots()
+
+    def rank_clusters(self) -> list[str]:
+        """The cluster every world rank counts in (rank_slots)."""
+        return [s.cluster for s in self.rank_slots()]
 
     def io_server_ranks(self, nranks: int) -> list[int]:
         """The world ranks of pio's I/O servers in a job of nranks (docs/pio.md): the first

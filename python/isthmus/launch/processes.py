@@ -51,19 +51,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def rank_namespaces(platform: Platform, netname: str) -> list[str]:
-    """The namespace of every world rank's host, in rank order: a cluster's ranks fill its
-    hosts in order, ranks_per_host each, whatever the placement."""
-    out = []
-    taken = dict.fromkeys((c.name for c in platform.clusters), 0)
-    per_host = {c.name: c.ranks_per_host for c in platform.clusters}
-    for name in platform.rank_clusters():
-        host = taken[name] // per_host[name]
-        taken[name] += 1
-        out.append(netns_name(netname, f"{name}{host}"))
-    for z in platform.zippers:
-        for h in range(z.hosts):
-            out += [netns_name(netname, f"{z.name}{h}")] * z.ranks_per_host
-    return out
+    """The namespace of every world rank's host, in rank order (Platform.rank_slots)."""
+    return [netns_name(netname, s.host) for s in platform.rank_slots()]
 
 
 def launch(

@@ -300,6 +300,13 @@ def run(req: RunRequest) -> int:
                         "rank_clusters": req.platform.rank_clusters()[:nranks]
                         if req.platform.emulated
                         else None,
+                        # where every rank ran (isthmus profile advise starts from it)
+                        "placement": {
+                            "hosts": [s.host for s in req.platform.rank_slots()],
+                            "clusters": [s.cluster for s in req.platform.rank_slots()],
+                        }
+                        if req.platform.emulated
+                        else None,
                     },
                     "mpi": impl.name,
                     "nranks": nranks,

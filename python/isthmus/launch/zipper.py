@@ -19,24 +19,8 @@ FORWARDER_PORT = 7300  # src/forward/wire.h IST_ZIP_DEFAULT_PORT
 
 
 def sites(platform: Platform) -> list[list[str]]:
-    """The clusters of each site, in file order: the groups the wide-area links join."""
-    site_of: dict[str, int] = {}
-    out: list[list[str]] = []
-    for c in platform.clusters:
-        if c.name in site_of:
-            continue
-        site_of[c.name] = len(out)
-        members, todo = [c.name], [c.name]
-        while todo:
-            a = todo.pop()
-            for b in (x.name for x in platform.clusters):
-                linked = (a, b) in platform.wan or (b, a) in platform.wan
-                if b not in site_of and linked:
-                    site_of[b] = len(out)
-                    members.append(b)
-                    todo.append(b)
-        out.append(sorted(members, key=[x.name for x in platform.clusters].index))
-    return out
+    """The clusters of each site, in file order (Platform.sites)."""
+    return platform.sites()
 
 
 def zipped(platform: Platform) -> bool:
@@ -55,6 +39,8 @@ class ZipPlan:
     site_clusters: list[list[str]]
     site_of_rank: list[int]  # world rank -> site
     forwarders: list[Forwarder]
+    # world rank -> the forwarder on its own host (a rank on a zipper host), or -1
+    hosted_by: list[int] | None = None
 
     def site_ranks(self, site: int) -> list[int]:
         """The world ranks of a site's job, in the order of its own ranks."""
@@ -62,11 +48,14 @@ class ZipPlan:
 
     def environment(self, site: int) -> dict[str, str]:
         """What the layer in a rank of this site's job reads (src/world/zip/zip.h)."""
-        return {
+        env = {
             "ISTHMUS_ZIP_SITES": ",".join(map(str, self.site_of_rank)),
             "ISTHMUS_ZIP_SITE": str(site),
             "ISTHMUS_ZIP_FORWARDERS": ",".join(f.address for f in self.forwarders),
         }
+        if self.hosted_by and any(f >= 0 for f in self.hosted_by):
+            env["ISTHMUS_ZIP_AT"] = ",".join(map(str, self.hosted_by))
+        return env
 
 
 def plan(platform: Platform, addresses: dict[str, str]) -> ZipPlan:
@@ -75,12 +64,6 @@ def plan(platform: Platform, addresses: dict[str, str]) -> ZipPlan:
     groups = sites(platform)
     where = {name: i for i, g in enumerate(groups) for name in g}
     for z in platform.zippers:
-        if z.ranks_per_host:
-            raise UserError(
-                f"{platform.path}: zippers.{z.name}.ranks_per_host = {z.ranks_per_host}: "
-                "ranks on zipper hosts are not supported yet (expected 0: the zipper hosts "
-                "run the forwarders)"
-            )
         joined = {where[c] for c in z.clusters}
         if len(joined) != len(groups):
             raise UserError(
@@ -95,7 +78,14 @@ def plan(platform: Platform, addresses: dict[str, str]) -> ZipPlan:
         for z in platform.zippers
         for i in range(z.hosts)
     ]
-    return ZipPlan(groups, [where[c] for c in platform.rank_clusters()], forwarders)
+    index = {f.host: i for i, f in enumerate(forwarders)}
+    slots = platform.rank_slots()
+    return ZipPlan(
+        groups,
+        [where[s.cluster] for s in slots],
+        forwarders,
+        [index.get(s.host, -1) for s in slots],
+    )
 
 
 def check_address(spec: str, option: str) -> None:

@@ -88,11 +88,26 @@ def _sums(pairs: list[dict[str, Any]], key: Any) -> list[tuple[Any, int, int, fl
     return [(k, *v) for k, v in sorted(acc.items())]
 
 
+def on_host(fwd: dict[str, Any]) -> set[int]:
+    """The ranks that ran on the forwarder's own (zipper) host."""
+    return {c["rank"] for c in fwd["connections"] if c.get("same_host")}
+
+
 def per_direction(
     fwd: dict[str, Any], rank_cluster: list[int]
-) -> list[tuple[tuple[int, int], int, int, float, float, int]]:
-    """Per (source cluster, destination cluster): frames, bytes, wait sum, max, held."""
-    return _sums(fwd["pairs"], lambda p: (rank_cluster[p["src"]], rank_cluster[p["dst"]]))
+) -> list[tuple[tuple[int, int, bool], int, int, float, float, int]]:
+    """Per (source cluster, destination cluster, whether a rank on the forwarder's host
+    is one end: then the bytes crossed one network, not two): frames, bytes, wait sum,
+    max, held."""
+    here = on_host(fwd)
+    return _sums(
+        fwd["pairs"],
+        lambda p: (
+            rank_cluster[p["src"]],
+            rank_cluster[p["dst"]],
+            bool({p["src"], p["dst"]} & here),
+        ),
+    )
 
 
 def per_source(fwd: dict[str, Any]) -> list[tuple[int, int, int, float, float, int]]:
@@ -114,18 +129,22 @@ def show(d: dict[str, Any], console: Console) -> None:
             "(wait: a frame's last byte in to its last byte out; held: senders paused "
             "for a full queue)"
         )
-        for col in ("from", "to", "frames", "bytes", "mean wait us", "max wait us", "held"):
-            t.add_column(col, justify="left" if col in ("from", "to") else "right")
-        for (src, dst), frames, nbytes, wait, wmax, held in per_direction(fwd, rank_cluster):
+        for col in ("from", "to", "networks", "frames", "bytes", "mean wait us", "max wait us",
+                    "held"):  # fmt: skip
+            t.add_column(col, justify="left" if col in ("from", "to", "networks") else "right")
+        for (src, dst, local), frames, nbytes, wait, wmax, held in per_direction(fwd, rank_cluster):
             t.add_row(
-                f"cluster {clusters[src]}", clusters[dst], str(frames), format_size(nbytes),
-                _us(wait / frames) if frames else "-", _us(wmax), str(held),
+                f"cluster {clusters[src]}", clusters[dst], "one (a rank here)" if local else "both",
+                str(frames), format_size(nbytes), _us(wait / frames) if frames else "-",
+                _us(wmax), str(held),
             )  # fmt: skip
         t.add_section()
+        here = on_host(fwd)
         for rank, frames, nbytes, wait, wmax, held in per_source(fwd):
             t.add_row(
-                f"rank {rank} ({clusters[rank_cluster[rank]]})", "any", str(frames),
-                format_size(nbytes), _us(wait / frames) if frames else "-", _us(wmax), str(held),
+                f"rank {rank} ({clusters[rank_cluster[rank]]})", "any",
+                "on this host" if rank in here else "", str(frames), format_size(nbytes),
+                _us(wait / frames) if frames else "-", _us(wmax), str(held),
             )  # fmt: skip
         console.print(t)
         if fwd["dropped_bytes"]:

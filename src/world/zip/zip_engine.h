@@ -12,6 +12,7 @@ struct ist_zip_world {
     int site;         /* this job's site */
     int *site_of;     /* world rank -> site */
     int *site_rank_of;    /* world rank -> its rank in its site's job */
+    int *hosted_by;   /* world rank -> the forwarder on its own (zipper) host, or -1 */
 };
 extern struct ist_zip_world ist_zip;
 

@@ -56,6 +56,7 @@ struct outmsg {
 struct bulk {
     struct bulk *next;
     int dst;
+    int only;      /* the forwarder on either rank's host, the one that takes it all; -1: any */
     uint32_t id;
     const char *data;
     size_t bytes, handed, written; /* bytes given to frames; of those, written */
@@ -123,11 +124,22 @@ void ist_zip_engine_start(struct forwarder_address *addrs, int n)
 int ist_zip_engine_forwarders(void) { return nfwds; }
 int ist_zip_engine_fd(int i) { return fwds[i].fd; }
 
-/* The forwarder that carries every message between world ranks a and b, both ways: the
- * pair's sum, stirred so that pairs (i, i + n) with i = 0, 1, ... and the pairs of one
- * rank with all others both spread over the k forwarders. */
+/* The forwarder on the host of a or b (the lower rank's first), or -1: a rank on a
+ * zipper host reaches the other sites through its own host's forwarder, with no network
+ * hop on its side; through another it would cross two networks. */
+static int hosted_forwarder(int a, int b)
+{
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    return ist_zip.hosted_by[lo] >= 0 ? ist_zip.hosted_by[lo] : ist_zip.hosted_by[hi];
+}
+
+/* The forwarder that carries every message between world ranks a and b, both ways: a
+ * hosted one, else the pair's sum, stirred so that pairs (i, i + n) with i = 0, 1, ...
+ * and the pairs of one rank with all others both spread over the k forwarders. */
 static struct forwarder *forwarder_of(int a, int b)
 {
+    int at = hosted_forwarder(a, b);
+    if (at >= 0) return &fwds[at];
     unsigned k = (unsigned)nfwds, sum = (unsigned)(a + b);
     return &fwds[(sum + sum / k) % k];
 }
@@ -155,17 +167,33 @@ void ist_zip_send_bulk(int dst, uint32_t id, const void *data, size_t bytes, voi
     }
     struct bulk *b = calloc(1, sizeof *b);
     if (!b) ist_zip_fatal("out of memory");
-    *b = (struct bulk){.dst = dst, .id = id, .data = data, .bytes = bytes, .owned = owned,
-                       .done = done, .arg = arg};
+    *b = (struct bulk){.dst = dst, .only = hosted_forwarder(ist_zip.world_rank, dst), .id = id,
+                       .data = data, .bytes = bytes, .owned = owned, .done = done, .arg = arg};
     if (bulk_tail) bulk_tail->next = b;
     else bulk_head = b;
     bulk_tail = b;
+}
+
+/* The first bulk that f may take a slice of (its link keeps up: zip_stripe.c), and the
+ * one before it in the queue; NULL when none. */
+static struct bulk *bulk_for(struct forwarder *f, struct bulk **before)
+{
+    int me = (int)(f - fwds), keeps_up = -1;
+    *before = NULL;
+    for (struct bulk *b = bulk_head; b; *before = b, b = b->next) {
+        if (b->only == me) return b;
+        if (b->only >= 0) continue;
+        if (keeps_up < 0) keeps_up = ist_zip_stripe_takes(me, (size_t)BULK_SLICE);
+        if (keeps_up) return b;
+    }
+    return NULL;
 }
 
 /* Set up f's next frame: the next of the message at its head, else a bulk slice; 0 when
  * there is nothing to write. */
 static int next_frame(struct forwarder *f)
 {
+    struct bulk *b, *before;
     struct ist_zip_frame fh = {IST_ZIP_DATA, (uint32_t)ist_zip.world_rank, 0, 0};
     size_t hl = 0;
     if (f->head) {
@@ -181,15 +209,15 @@ static int next_frame(struct forwarder *f)
             hl = sizeof o->h;
         }
         f->writing = 1;
-    } else if (bulk_head && ist_zip_stripe_takes((int)(f - fwds), (size_t)BULK_SLICE)) {
-        struct bulk *b = bulk_head;
+    } else if (bulk_head && (b = bulk_for(f, &before)) != NULL) {
         struct ist_zip_bulk bh = {b->id, 0, b->handed};
         f->slice = b->data + b->handed;
         f->slice_len = b->bytes - b->handed < (size_t)BULK_SLICE ? b->bytes - b->handed : (size_t)BULK_SLICE;
         b->handed += f->slice_len;
         if (b->handed == b->bytes) { /* every byte has a frame: no other forwarder takes it */
-            bulk_head = b->next;
-            if (!bulk_head) bulk_tail = NULL;
+            if (before) before->next = b->next;
+            else bulk_head = b->next;
+            if (bulk_tail == b) bulk_tail = before;
         }
         fh.kind = IST_ZIP_BULK;
         fh.dst = (uint32_t)b->dst;

@@ -5,7 +5,9 @@
  * site of every world rank (ISTHMUS_ZIP_SITES, in world order: a site's ranks are its
  * job's ranks in the same order), connects to every forwarder, says hello and waits
  * until the forwarders have heard from every rank of the world: MPI_Init returns on no
- * rank before every rank of every site has started. */
+ * rank before every rank of every site has started. A rank on a zipper host
+ * (ISTHMUS_ZIP_AT: the forwarder on each rank's host, -1 for none) reaches the other
+ * sites through that forwarder alone, and everybody reaches it so: no network hop. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -118,18 +120,19 @@ static struct ist_zcomm *new_comm(MPI_Comm handle, MPI_Comm site_comm, uint64_t 
     return c;
 }
 
-static int *parse_sites(const char *text, int *n)
+/* The numbers (each at least `least`) of variable `name`, separated by commas. */
+static int *parse_numbers(const char *name, const char *text, long least, int *n)
 {
     int cap = 16, *out = malloc(sizeof *out * (size_t)cap);
     *n = 0;
     for (const char *p = text; *p;) {
         char *end;
         long v = strtol(p, &end, 10);
-        if (end == p || v < 0) ist_zip_fatal("ISTHMUS_ZIP_SITES=%s: expected site numbers separated by commas", text);
+        if (end == p || v < least || (*end && *end != ','))
+            ist_zip_fatal("%s=%s: expected numbers of at least %ld separated by commas", name, text, least);
         if (*n == cap) out = realloc(out, sizeof *out * (size_t)(cap *= 2));
         out[(*n)++] = (int)v;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') ist_zip_fatal("ISTHMUS_ZIP_SITES=%s: expected site numbers separated by commas", text);
     }
     return out;
 }
@@ -143,7 +146,7 @@ void ist_zip_init(void)
     if (!site || !forwarders || !*forwarders)
         ist_zip_fatal("ISTHMUS_ZIP_SITES is set without ISTHMUS_ZIP_SITE and ISTHMUS_ZIP_FORWARDERS");
     ist_zip.site = atoi(site);
-    ist_zip.site_of = parse_sites(sites, &ist_zip.world_size);
+    ist_zip.site_of = parse_numbers("ISTHMUS_ZIP_SITES", sites, 0, &ist_zip.world_size);
     ist_zip.site_rank_of = malloc(sizeof *ist_zip.site_rank_of * (size_t)ist_zip.world_size);
     int native_rank, native_size, mine = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &native_rank);
@@ -174,6 +177,18 @@ void ist_zip_init(void)
         nf++;
     }
     free(list);
+    const char *at = getenv("ISTHMUS_ZIP_AT");
+    int nat = 0;
+    ist_zip.hosted_by = at && *at ? parse_numbers("ISTHMUS_ZIP_AT", at, -1, &nat) : NULL;
+    if (!ist_zip.hosted_by) {
+        ist_zip.hosted_by = malloc(sizeof *ist_zip.hosted_by * (size_t)ist_zip.world_size);
+        for (int w = 0; w < ist_zip.world_size; w++) ist_zip.hosted_by[w] = -1;
+    } else if (nat != ist_zip.world_size) {
+        ist_zip_fatal("ISTHMUS_ZIP_AT gives %d ranks, ISTHMUS_ZIP_SITES %d", nat, ist_zip.world_size);
+    }
+    for (int w = 0; w < ist_zip.world_size; w++)
+        if (ist_zip.hosted_by[w] >= nf)
+            ist_zip_fatal("ISTHMUS_ZIP_AT: forwarder %d of %d for rank %d", ist_zip.hosted_by[w], nf, w);
     for (int i = 0; i < nf; i++) {
         wait_ready(addrs[i].fd, addrs[i].text);
         fcntl(addrs[i].fd, F_SETFL, fcntl(addrs[i].fd, F_GETFL) | O_NONBLOCK);
