@@ -42,7 +42,8 @@ def test_the_worst_mpi_decides_and_a_missing_experiment_is_null() -> None:
     assert s["provenance"] == {
         "zipper/p2p": None,
         "zipper/zippers": None,
-        "zipper/collectives": None,
+        "zipper/collectives-openmpi": None,
+        "zipper/collectives-mpich": None,
     }  # fmt: skip  (no header here)
 
 
@@ -67,5 +68,5 @@ def test_collectives_are_measured_against_the_direct_links_faster_entry() -> Non
     (pt,) = z.coll_points(res)
     assert (pt.ranks, pt.collective, pt.nbytes) == ("4 ranks", "allreduce", 262144)
     assert pt.ratio.values == [1.2, 1.3, 1.1]
-    s = z.summary(None, None, res)
+    s = z.summary(None, None, {"zipper/collectives-openmpi": res})
     assert s["collective_worst_ratio"]["value"] == 1.2 and s["collective_worst_ratio"]["met"]

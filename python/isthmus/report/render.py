@@ -137,8 +137,12 @@ BLOCKS.update(
         "zipper/p2p": Block("zipper/p2p", z.block_p2p, z.plot_p2p, "results/zipper/p2p.png"),
         "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
                                 "results/zipper/zippers.png"),
-        "zipper/collectives": Block("zipper/collectives", z.block_collectives,
-                                    z.plot_collectives, "results/zipper/collectives.png"),
+        "zipper/collectives-openmpi": Block("zipper/collectives-openmpi", z.block_collectives,
+                                            z.plot_collectives,
+                                            "results/zipper/collectives-openmpi.png"),
+        "zipper/collectives-mpich": Block("zipper/collectives-mpich", z.block_collectives,
+                                          z.plot_collectives,
+                                          "results/zipper/collectives-mpich.png"),
     }
 )  # fmt: skip
 
@@ -241,7 +245,7 @@ def render(check: bool = False) -> list[str]:
         else:
             b.plot(res, out)
     p2p, zippers = results.load_result("zipper/p2p"), results.load_result("zipper/zippers")
-    colls = results.load_result("zipper/collectives")
+    colls = {name: results.load_result(name) for name in z.COLL_EXPERIMENTS}
     if check:
         want = json.dumps(z.summary(p2p, zippers, colls), indent=2) + "\n"
         have = z.summary_file()
