@@ -3,7 +3,9 @@
 # (0-4 ms) of the emulated two-cluster platform (examples/platforms/two-clusters.toml)
 # for NetPIPE, isthmus's ping-pong and collective benchmarks, and LAMMPS, under Open MPI
 # and MPICH, with native and WAN-aware collectives (examples/demo/sweep.toml), then writes
-# the HTML report. Every point brings its own emulated network up and down. A rerun
+# the HTML report; then LAMMPS across a zipper host against a direct link of the same
+# latency and rate, swept over the link's latency (examples/demo/zipper.toml), in the same
+# report. Every point brings its own emulated network up and down. A rerun
 # resumes: points already in demo-out/ are kept (remove the directory to start again).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,8 @@ if [ "$cores" -lt 5 ]; then
 fi
 echo "== the sweep (examples/demo/sweep.toml), about 8 minutes on 2 cores"
 bin/isthmus sweep examples/demo/sweep.toml -o "$out/sweep"
-bin/isthmus report "$out/sweep" -o "$out/report.html"
+echo "== the zipper (examples/demo/zipper.toml): LAMMPS forwarded against a direct link, about 2 minutes"
+bin/isthmus sweep examples/demo/zipper.toml -o "$out/zipper"
+bin/isthmus report "$out/sweep" --also "$out/zipper" -o "$out/report.html"
 echo
 echo "demo: report written to $(pwd)/$out/report.html"

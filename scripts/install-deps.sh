@@ -6,6 +6,8 @@
 #                                    the demo, examples/sweeps/ and the zipper tests run
 #                                    (LAMMPS, NetPIPE, HPCC)
 #   scripts/install-deps.sh demo     the same (kept for the Makefile's demo target)
+#   scripts/install-deps.sh experiments  also the applications only experiments run
+#                                    (NWChem, ScaLAPACK's test drivers; docs/experiments.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,11 @@ apt_packages=(
   libfaketime  # dilation/interposition compares the layer's clocks with it
   lammps netpipe-openmpi netpipe-mpich2 hpcc  # applications: demo, sweeps, zipper tests
 )
+if [ "${1:-}" = experiments ]; then
+  # applications only experiments run (examples/sweeps/zipper-apps.toml): NWChem and
+  # ScaLAPACK's test drivers, built by Debian for both MPIs
+  apt_packages+=(nwchem-openmpi nwchem-mpich scalapack-mpi-test)
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

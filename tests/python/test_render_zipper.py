@@ -44,6 +44,7 @@ def test_the_worst_mpi_decides_and_a_missing_experiment_is_null() -> None:
         "zipper/zippers": None,
         "zipper/collectives-openmpi": None,
         "zipper/collectives-mpich": None,
+        "zipper/apps": None,
     }  # fmt: skip  (no header here)
 
 

@@ -193,6 +193,9 @@ def test_bad_sweep_options_are_one_line_errors(
         (f"{APP_A}repeat = 0", "app a: repeat 0: expected 1 or more"),
         (f'{APP_A}inputs = ["{{here}}/missing.txt"]', "app a: input"),
         (f'{APP_A}figures_in = "../x"', "figures_in: expected a file name"),
+        (f'{APP_A}against = "b"', "app a: against 'b': expected another app"),
+        (f'{APP_A}placement = "{{here}}/none.toml"', "app a: placement"),
+        (f'{APP_A}set = ["wan.latency={{wan.bandwidth}}"]', "{KEY} must name a varied key"),
     ],
 )
 def test_bad_sweep_files_are_one_line_errors(
@@ -225,6 +228,17 @@ def test_points_and_commands() -> None:
     )
     cmd = app.command("mpich", Path("/tmp/p"), Path("/x"))
     assert cmd[0].endswith("bin/mpich/pingpong") and cmd[2:] == ["/tmp/p/x", "mpich"]
+
+
+def test_an_apps_settings_follow_a_varied_key() -> None:
+    """{KEY} in an app's set is the point's value of that varied key (the demo's direct
+    link follows the zipper link's latency); the demo's zipper sweep checks out."""
+    app = sweep_spec.App("d", ("true",), overrides=("wan.latency={zippers.gate.link.latency}",))
+    assert app.settings({"zippers.gate.link.latency": "1ms"}) == ["wan.latency=1ms"]
+    demo = sweep_spec.load_file(ROOT / "examples/demo/zipper.toml")
+    sweep_spec.check(demo)
+    assert [a.against for a in demo.apps] == ["lammps-direct", None]
+    sweep_spec.check(sweep_spec.load_file(ROOT / "examples/sweeps/zipper-apps.toml"))
 
 
 def test_an_app_with_inputs_runs_in_its_point_directory(isthmus: Run, tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def cmd_profile_advise(args: argparse.Namespace) -> int:
                       f"{a.slots[r].host} ({a.slots[r].cluster})")  # fmt: skip
     placement.write(
         out, platform, a.slots,
-        f"advised from {prof.path}: {format_size(a.before)} -> {format_size(a.after)} "
+        f"advised from {prof.path.name}: {format_size(a.before)} -> {format_size(a.after)} "
         "crossing a forwarder between networks",
     )  # fmt: skip
     print(f"wrote {out}: isthmus run -p {args.platform} --placement {out} -- ...")

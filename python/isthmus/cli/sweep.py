@@ -51,7 +51,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     out_dir = Path(args.dir)
     page = output_path(args.output) if args.output else out_dir / "report.html"
-    report.write(out_dir, page, " ".join(["isthmus", "report", *sys.argv[2:]]))
+    also = [Path(d) for d in args.also or []]
+    report.write(out_dir, page, " ".join(["isthmus", "report", *sys.argv[2:]]), also)
     print(f"wrote {page}")
     if args.open:
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
@@ -102,6 +103,13 @@ def add(sub: Any) -> None:
     rep = sub.add_parser("report", help="an HTML page with plots from a sweep's results")
     rep.add_argument("dir", metavar="DIR", help="the sweep's output directory")
     rep.add_argument("-o", "--output", metavar="HTML", help="default: DIR/report.html")
+    rep.add_argument(
+        "--also",
+        action="append",
+        metavar="DIR",
+        help="another sweep's results, as further sections of the same page (the demo's "
+        "zipper sweep)",
+    )
     rep.add_argument(
         "--open", action="store_true", help="open it in a browser, if a display exists"
     )

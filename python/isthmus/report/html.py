@@ -33,7 +33,7 @@ from isthmus.config.units import format_size
 from isthmus.errors import UserError
 from isthmus.records import atomic
 from isthmus.report import figures as command_figures
-from isthmus.report import sweep_findings
+from isthmus.report import sweep_against, sweep_findings
 from isthmus.report.sweep_apps import plot_times
 from isthmus.report.sweep_data import SweepResults, load, point_time, rtt_ms
 from isthmus.report.sweep_network import plot_bandwidth, plot_bcast_model, plot_rtt_bound
@@ -69,7 +69,9 @@ def matrices(res: SweepResults) -> list[tuple[str, str]]:
 
 def traffic_table(res: SweepResults) -> str:
     head = "<tr><th>point</th><th>status</th><th>time (s)</th><th>inside clusters</th>"
-    head += "<th>between clusters</th><th>WAN bytes of isthmus collectives</th></tr>"
+    head += "<th>between clusters</th><th>WAN bytes of isthmus collectives</th>"
+    forwarded = any(row.get("forwarded_bytes") is not None for row in res.rows)
+    head += "<th>forwarded between networks</th></tr>" if forwarded else "</tr>"
     body = []
     for row in res.rows:
         t = point_time(row)
@@ -81,6 +83,9 @@ def traffic_table(res: SweepResults) -> str:
             format_size(row["inter_bytes"]) if row.get("inter_bytes") is not None else "-",
             format_size(row["wan_coll_bytes"]) if row.get("wan_coll_bytes") is not None else "-",
         ]
+        if forwarded:
+            fb = row.get("forwarded_bytes")
+            cells.append(format_size(fb) if fb is not None else "-")
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return f"<table>{head}{''.join(body)}</table>"
 
@@ -182,12 +187,31 @@ def _plain(figs: list[tuple[str, str]]) -> str:
     return _figures([("", caption, data) for caption, data in figs])
 
 
-def write(out_dir: Path, page: Path, command: str) -> None:
+def _set_against(res: SweepResults) -> str:
+    """The apps set against each other (sweep_against.py), figures then their table."""
+    figs = sweep_against.plot(res)
+    return _figures(figs) + f'<div class="scroll">{sweep_against.table(res)}</div>' if figs else ""
+
+
+def _also(res: SweepResults, n: int, command: str) -> list[tuple[str, str, str]]:
+    """Another sweep's sections on the same page (isthmus report --also DIR)."""
+    apps = ", ".join(dict.fromkeys(r["app"] for r in res.rows))
+    name = Path(res.sweep["platform"]).stem
+    return [
+        (f"also{n}-against", f"{name}: set against each other", _set_against(res)),
+        (f"also{n}-apps", f"{name}: {apps} against the round trip", _figures(plot_times(res))),
+        (f"also{n}-points", f"{name}: points", f'<div class="scroll">{traffic_table(res)}</div>'),
+        (f"also{n}-measured", f"{name}: how this was measured", context(res, command)),
+    ]
+
+
+def write(out_dir: Path, page: Path, command: str, also: list[Path] | None = None) -> None:
     res = load(out_dir)
     _, _, cores = _run_info(res)
     model = plot_rtt_bound(res) + plot_bcast_model(res, max(cores, default=0))
     sections: list[tuple[str, str, str]] = [
         ("findings", "What the wide-area link costs", sweep_findings.render(res)),
+        ("against", "Set against each other", _set_against(res)),
         ("apps", "Applications against the round trip", _figures(plot_times(res))),
         ("bandwidth", "Point-to-point bandwidth", _plain(plot_bandwidth(res))),
         ("model", "Model against measurement", _plain(model)),
@@ -195,6 +219,8 @@ def write(out_dir: Path, page: Path, command: str) -> None:
         ("points", "Points: time and traffic", f'<div class="scroll">{traffic_table(res)}</div>'),
         ("measured", "How this was measured", context(res, command)),
     ]
+    for n, extra in enumerate(also or [], 1):
+        sections += _also(load(extra), n, command)
     sections = [s for s in sections if s[2]]
     ok = sum(1 for r in res.rows if r["status"] == "ok")
     cores_now = os.cpu_count() or 1

@@ -36,6 +36,7 @@ from isthmus.report import blocks_dilation as dil
 from isthmus.report import blocks_net as net
 from isthmus.report import blocks_robustness as robustness
 from isthmus.report import render_zipper as z
+from isthmus.report import render_zipper_apps as zapps
 from isthmus.report import results, targets
 from isthmus.report.blocks_collectives import (
     block_bandwidth,
@@ -137,6 +138,7 @@ BLOCKS.update(
         "zipper/p2p": Block("zipper/p2p", z.block_p2p, z.plot_p2p, "results/zipper/p2p.png"),
         "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
                                 "results/zipper/zippers.png"),
+        "zipper/apps": Block("zipper/apps", zapps.block),
         "zipper/collectives-openmpi": Block("zipper/collectives-openmpi", z.block_collectives,
                                             z.plot_collectives,
                                             "results/zipper/collectives-openmpi.png"),
@@ -151,13 +153,20 @@ def render_block(name: str, where: Path | None = None) -> str:
     """The block's Markdown; its plot, if it has one, linked relative to `where`."""
     if name == "performance":
         return targets.block()
+    if name == "zipper/paper":  # from several results files
+        from isthmus.report import render_zipper_paper
+
+        colls = {n: results.load_result(n) for n in z.COLL_EXPERIMENTS}
+        return render_zipper_paper.block(
+            results.load_result("zipper/p2p"), colls, results.load_result("zipper/apps")
+        )
     if name == "coll/registry":  # from src/coll/registry.toml, not from results
         from isthmus.config import collectives
 
         return collectives.markdown_table()
     if name not in BLOCKS:
         raise UserError(
-            f"unknown render block {name!r}: expected performance, coll/registry or "
+            f"unknown render block {name!r}: expected performance, coll/registry, zipper/paper or "
             f"{', '.join(BLOCKS)}"
         )
     b = BLOCKS[name]
@@ -246,12 +255,13 @@ def render(check: bool = False) -> list[str]:
             b.plot(res, out)
     p2p, zippers = results.load_result("zipper/p2p"), results.load_result("zipper/zippers")
     colls = {name: results.load_result(name) for name in z.COLL_EXPERIMENTS}
+    apps_res = results.load_result("zipper/apps")
     if check:
-        want = json.dumps(z.summary(p2p, zippers, colls), indent=2) + "\n"
+        want = json.dumps(z.summary(p2p, zippers, colls, apps_res), indent=2) + "\n"
         have = z.summary_file()
         if not have.exists() or have.read_text() != want:
             problems.append(f"{provenance.relative(have)}: differs from its experiments' JSON "
                             "(run 'bin/isthmus experiment render')")  # fmt: skip
     else:
-        z.write_summary(p2p, zippers, colls)
+        z.write_summary(p2p, zippers, colls, apps_res)
     return problems

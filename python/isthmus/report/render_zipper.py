@@ -285,6 +285,7 @@ def summary(
     p2p: dict[str, Any] | None,
     zippers: dict[str, Any] | None,
     colls: dict[str, dict[str, Any] | None] | None = None,
+    apps: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One number per target of issue 20 (the worst MPI's median ratio), null where the
     experiment has not been run; each with its target and verdict; and under "provenance"
@@ -293,6 +294,7 @@ def summary(
     colls = colls or {}
     runs = [("zipper/p2p", p2p), ("zipper/zippers", zippers)]
     runs += [(name, colls.get(name)) for name in COLL_EXPERIMENTS]
+    runs += [("zipper/apps", apps)]
     out: dict[str, Any] = {"provenance": {name: _provenance(res) for name, res in runs}}
     for res, checks in ((p2p, P2P_CHECKS), (zippers, ZIPPER_CHECKS)):
         for c in checks:
@@ -309,6 +311,35 @@ def summary(
                                          "at_most": True, "met": top <= COLL_TARGET}  # fmt: skip
     else:
         out["collective_worst_ratio"] = {"value": None, "target": COLL_TARGET, "met": None}
+    out.update(_apps_summary(apps))
+    return out
+
+
+def _apps_summary(apps: dict[str, Any] | None) -> dict[str, Any]:
+    """Applications forwarded over direct (the worst median time ratio; no target), and the
+    advised placement against the default: the bytes forwarded between networks (fewer:
+    met) and the time."""
+    from isthmus.report import render_zipper_apps as zapps
+
+    pairs = zapps.pairs(apps) if apps else []
+    direct = [p for p in pairs if p.against.endswith("-direct")]
+    advised = [p for p in pairs if p.against.endswith("-default")]
+    out: dict[str, Any] = {
+        "apps_worst_ratio": {"value": None, "target": None, "met": None},
+        "advised_bytes_fraction": {"value": None, "target": 1.0, "met": None},
+        "advised_time_ratio": {"value": None, "target": None, "met": None},
+    }
+    if direct:
+        top = max(statistics.median(p.ratios) for p in direct)
+        out["apps_worst_ratio"]["value"] = round(top, 3)
+    fractions = [p.forwarded / p.against_forwarded for p in advised
+                 if p.forwarded is not None and p.against_forwarded]  # fmt: skip
+    if advised and len(fractions) == len(advised):
+        frac = max(fractions)
+        out["advised_bytes_fraction"] = {"value": round(frac, 4), "target": 1.0,
+                                         "at_most": True, "met": frac < 1.0}  # fmt: skip
+        t = max(statistics.median(p.ratios) for p in advised)
+        out["advised_time_ratio"]["value"] = round(t, 3)
     return out
 
 
@@ -316,8 +347,9 @@ def write_summary(
     p2p: dict[str, Any] | None,
     zippers: dict[str, Any] | None,
     colls: dict[str, dict[str, Any] | None],
+    apps: dict[str, Any] | None,
 ) -> str:
-    text = json.dumps(summary(p2p, zippers, colls), indent=2) + "\n"
+    text = json.dumps(summary(p2p, zippers, colls, apps), indent=2) + "\n"
     summary_file().parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(summary_file(), text)
     return text

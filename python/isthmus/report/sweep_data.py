@@ -17,7 +17,7 @@ from isthmus.errors import UserError
 RESERVED = {
     "id", "app", "mpi", "coll", "platform", "baseline", "repeat", "status", "exit_code",
     "wall_s", "app_s", "mpi_s", "inter_bytes", "intra_bytes", "wan_coll_bytes",
-    "missing_figures", "command",
+    "forwarded_bytes", "missing_figures", "command",
 }  # fmt: skip
 
 
@@ -55,22 +55,36 @@ def load(out: Path) -> SweepResults:
     return SweepResults(out, sweep, rows)
 
 
-def rtt_ms(row: dict[str, Any]) -> float | None:
-    """The round trip the point ran at, 2 x wan.latency, when the sweep varied it."""
-    if row.get("baseline") or "wan.latency" not in row:
+def latency_key(res: SweepResults) -> str | None:
+    """The varied link latency the report draws against: wan.latency, else the first
+    varied key that is a latency (a zipper link's, say)."""
+    keys = res.varied
+    if "wan.latency" in keys:
+        return "wan.latency"
+    return next((k for k in keys if k.endswith(".latency")), None)
+
+
+def rtt_ms(row: dict[str, Any], key: str = "wan.latency") -> float | None:
+    """The round trip the point ran at, 2 x the varied latency `key`, when the sweep
+    varied it."""
+    if row.get("baseline") or key not in row:
         return None
     try:
-        return 2 * parse_duration(row["wan.latency"]) * 1e3
+        return 2 * parse_duration(row[key]) * 1e3
     except UnitError:
         return None
 
 
 def x_label(res: SweepResults) -> str:
-    return "round trip (ms)" if "wan.latency" in res.varied else "point"
+    key = latency_key(res)
+    if key is None:
+        return "point"
+    return "round trip (ms)" if key == "wan.latency" else f"round trip of {key} (ms)"
 
 
 def x_value(res: SweepResults, row: dict[str, Any]) -> float | str:
-    r = rtt_ms(row)
+    key = latency_key(res)
+    r = rtt_ms(row, key) if key else None
     if r is not None:
         return r
     return ", ".join(f"{k}={row.get(k)}" for k in res.varied) or "-"

@@ -60,14 +60,20 @@ RESULT_COLUMNS = (
     "inter_bytes",
     "intra_bytes",
     "wan_coll_bytes",
+    "forwarded_bytes",
 )
 
 
 def _settings(point: Point, sweep: Sweep) -> list[str]:
-    sets = [] if point.baseline else [*sweep.overrides, *point.app.overrides]
+    sets = [] if point.baseline else [*sweep.overrides, *point.app.settings(dict(point.settings))]
     sets += [f"{k}={v}" for k, v in point.settings]
     sets.append(f"layer.collectives={point.coll}")
     return [x for s in sets for x in ("--set", s)]
+
+
+def _placement(point: Point, sweep: Sweep) -> list[str]:
+    placed = point.app.placement_file(sweep.here.resolve())
+    return [] if placed is None or point.baseline else ["--placement", str(placed)]
 
 
 def _figures(app: App, text: str) -> tuple[dict[str, float | None], list[str]]:
@@ -104,6 +110,16 @@ def _profile_figures(path: Path) -> dict[str, Any]:
         "inter_bytes": sum(t["inter"]["bytes"] for t in traffic.values()),
         "intra_bytes": sum(t["intra"]["bytes"] for t in traffic.values()),
         "wan_coll_bytes": sum(row[4] for row in wan_rows),
+        # what the zipper forwarders relayed between two networks (docs/profile.md)
+        "forwarded_bytes": sum(
+            p["bytes"]
+            for fwd in data.get("forwarders", [])
+            for p in fwd["pairs"]
+            if not {p["src"], p["dst"]}
+            & {c["rank"] for c in fwd["connections"] if c.get("same_host")}
+        )
+        if data.get("forwarders")
+        else None,
         "dilation": data.get("run", {}).get("dilation", 1.0),
     }
 
@@ -112,7 +128,8 @@ def baseline_platform(sweep: Sweep, app: App, out: Path) -> Path:
     """The app's one-cluster platform file in the sweep's directory (written once)."""
     path = out / f"{BASELINE}-{re.sub(r'[^A-Za-z0-9._-]', '_', app.name)}.toml"
     if not path.exists():
-        p = platform_mod.load(sweep.platform, [*sweep.overrides, *app.overrides])
+        varied = {k: v[0] for k, v in sweep.vary}  # {KEY}: the first value (ranks only)
+        p = platform_mod.load(sweep.platform, [*sweep.overrides, *app.settings(varied)])
         atomic.write_text(path, one_cluster_toml(p))
     return path
 
@@ -134,6 +151,7 @@ def run_point(sweep: Sweep, point: Point, out: Path) -> dict[str, Any]:
         "--mpi",
         point.mpi,
         *_settings(point, sweep),
+        *_placement(point, sweep),
         "--profile",
         str(pdir / "profile.json"),
         "--timeout",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,19 @@ class App:
     repeat: int | None = None  # runs per point (default: the sweep's)
     inputs: tuple[str, ...] = ()  # files copied into the point's directory, its cwd
     figures_in: str | None = None  # a file the app writes there, searched instead of stdout
+    against: str | None = None  # another app of the sweep the report sets this one beside
+    placement: str | None = None  # a placement file (isthmus run --placement), {here} allowed
+
+    def placement_file(self, here: Path) -> Path | None:
+        return Path(_substitute(self.placement, {"here": str(here)})) if self.placement else None
+
+    def settings(self, varied: dict[str, str]) -> list[str]:
+        """The app's platform settings at a point: {KEY} becomes the value the point
+        gives varied key KEY (a direct link's latency following a zipper link's, say)."""
+        return [
+            re.sub(r"\{([A-Za-z0-9_.\-\[\]]+)\}", lambda m: varied.get(m.group(1), m.group(0)), x)
+            for x in self.overrides
+        ]
 
     def command(self, mpi: str, point_dir: Path, here: Path) -> list[str]:
         argv = dict(self.argv_per_mpi).get(mpi, self.argv)
@@ -142,15 +156,35 @@ def check(sweep: Sweep) -> Platform:
         for f in app.input_files(sweep.here.resolve()):
             if not f.is_file():
                 raise UserError(f"app {app.name}: input {f}: no such file")
+        for mpi in app.mpis or sweep.mpis:
+            program = app.command(mpi, Path("/point"), sweep.here.resolve())[0]
+            found = Path(program).is_file() if "/" in program else shutil.which(program)
+            if not found:
+                raise UserError(
+                    f"app {app.name}: {program} is not installed (scripts/install-deps.sh "
+                    "experiments installs the applications of examples/sweeps/)"
+                )
+        placed = app.placement_file(sweep.here.resolve())
+        if placed is not None and not placed.is_file():
+            raise UserError(f"app {app.name}: placement {placed}: no such file")
     names = [a.name for a in sweep.apps]
     if len(set(names)) != len(names):
         raise UserError(f"app names must differ: {', '.join(names)}")
     p = platform_mod.load(sweep.platform, list(sweep.overrides))
+    keys = [k for k, _ in sweep.vary]
     for app in sweep.apps:
-        base = [*sweep.overrides, *app.overrides]
-        for key, values in sweep.vary:
-            for v in values:
-                platform_mod.load(sweep.platform, [*base, f"{key}={v}"])
+        if app.against is not None and app.against not in names:
+            raise UserError(f"app {app.name}: against {app.against!r}: expected another app")
+        for combo in itertools.product(*(v for _, v in sweep.vary)):
+            varied = dict(zip(keys, combo, strict=True))
+            sets = [*sweep.overrides, *app.settings(varied)]
+            left = [x for x in sets if re.search(r"\{[A-Za-z0-9_.\-\[\]]+\}", x)]
+            if left:
+                raise UserError(
+                    f"app {app.name}: set {left[0]!r}: {{KEY}} must name a varied key "
+                    f"({', '.join(keys) or 'none varied'})"
+                )
+            platform_mod.load(sweep.platform, [*sets, *(f"{k}={v}" for k, v in varied.items())])
     if not p.emulated:
         raise UserError(f"{sweep.platform}: a sweep needs an emulated platform (hosts per cluster)")
     return p
@@ -222,6 +256,8 @@ def load_file(path: Path) -> Sweep:
         "set",
         "repeat",
         "inputs",
+        "against",
+        "placement",
     )
     unknown = sorted(set(raw) - known)
     if unknown:
@@ -267,6 +303,12 @@ def load_file(path: Path) -> Sweep:
             not isinstance(figures_in, str) or not figures_in or "/" in figures_in
         ):
             raise UserError(f"{where}: figures_in: expected a file name in the point's directory")
+        against = a.get("against")
+        if against is not None and not isinstance(against, str):
+            raise UserError(f"{where}: against: expected the name of another app")
+        placement = a.get("placement")
+        if placement is not None and not isinstance(placement, str):
+            raise UserError(f"{where}: placement: expected the path of a placement file")
         apps.append(
             App(
                 a["name"],
@@ -279,6 +321,8 @@ def load_file(path: Path) -> Sweep:
                 repeat=app_repeat,
                 inputs=inputs,
                 figures_in=figures_in,
+                against=against,
+                placement=placement,
             )
         )
     if not apps:

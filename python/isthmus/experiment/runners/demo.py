@@ -10,7 +10,7 @@ points, how many ended ok. The clone is removed afterwards.
   clone = true                                  # false: run in the checkout itself
   command = ["make", "demo"]                    # "{out}" stands for the output folder
   env = { DEMO_OUT = "{out}" }
-  sweep = "{out}/sweep"                         # the sweep folder the command writes
+  sweep = ["{out}/sweep", "{out}/zipper"]       # the sweep folders the command writes
   keep = "docs/demo"                            # where the last run's report goes
 
 With `keep`, the last repetition's report, its sweep's table and screenshots of the
@@ -72,10 +72,11 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise UserError(f"{step.label}: {' '.join(p['command'])} failed: {tail}")
-        sweep = Path(fill(p.get("sweep", "{out}/sweep")))
-        points = records.read_json(sweep / "results.json")
+        given = p.get("sweep", "{out}/sweep")
+        sweeps = [Path(fill(x)) for x in ([given] if isinstance(given, str) else given)]
+        points = [r for s in sweeps for r in records.read_json(s / "results.json")]
         if p.get("keep") and step.key == f"r{exp.repetitions - 1}":
-            keep(Path(fill(p.get("report", "{out}/report.html"))), sweep, paths.ROOT / p["keep"])
+            keep(Path(fill(p.get("report", "{out}/report.html"))), sweeps, paths.ROOT / p["keep"])
     return {
         "seconds": seconds,
         "points": len(points),
@@ -84,11 +85,14 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     }
 
 
-def keep(report: Path, sweep: Path, folder: Path) -> None:
-    """The report, its sweep's table and its screenshots into `folder` (docs/demo)."""
+def keep(report: Path, sweeps: list[Path], folder: Path) -> None:
+    """The report, its sweeps' tables and its screenshots into `folder` (docs/demo): the
+    first sweep's results.csv, the others' as results-NAME.csv."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(report, folder / "report.html")
-    shutil.copyfile(sweep / "results.csv", folder / "results.csv")
+    for n, sweep in enumerate(sweeps):
+        name = "results.csv" if n == 0 else f"results-{sweep.name}.csv"
+        shutil.copyfile(sweep / "results.csv", folder / name)
     for width in browser.WIDTHS:
         browser.screenshot(folder / "report.html", width, folder / f"report-{width}.png")
 

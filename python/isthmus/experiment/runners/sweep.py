@@ -37,7 +37,8 @@ from isthmus.sweep import spec as sweep_spec
 PARAMS = {"sweep", "figures", "reference", "apps", "vary"}
 DIRECTIONS = ("time", "rate")
 # What a step keeps of the point's row: who ran, where, its status and its figures.
-KEPT = ("app", "mpi", "coll", "status", "exit_code", "wall_s", "app_s", "mpi_s")
+KEPT = ("app", "mpi", "coll", "status", "exit_code", "wall_s", "app_s", "mpi_s",
+        "forwarded_bytes", "repeat")  # fmt: skip
 
 
 @functools.cache
@@ -87,15 +88,19 @@ def check(exp: Experiment) -> None:
 
 
 def _points(exp: Experiment) -> list[sweep_spec.Point]:
-    """Every point, a repetition's whole pass after another, a point's modes side by side."""
+    """Every point, a repetition's whole pass after another, a point's modes side by side,
+    and an app and the one it is set against (its `against`) at one setting back to back."""
     s = load_sweep(exp)
     apps = [a.name for a in s.apps]
+    lead = {a.name: a.name for a in s.apps}
+    lead.update({a.against: a.name for a in s.apps if a.against in lead})
     every = sweep_spec.points(s)
     combos = list(dict.fromkeys(p.settings for p in every))
     return sorted(
         every,
-        key=lambda p: (p.repeat, apps.index(p.app.name), s.mpis.index(p.mpi),
-                       combos.index(p.settings), s.colls.index(p.coll)),
+        key=lambda p: (p.repeat, apps.index(lead[p.app.name]), s.mpis.index(p.mpi),
+                       combos.index(p.settings), apps.index(p.app.name),
+                       s.colls.index(p.coll)),
     )  # fmt: skip
 
 
@@ -108,6 +113,7 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     row = sweep_mod.run_point(load_sweep(exp), point, work)
     keep = {k: row.get(k) for k in KEPT}
     keep["settings"] = dict(point.settings)
+    keep["against"] = point.app.against
     keep["figures"] = {n: row.get(n) for n, _ in point.app.figures}
     return keep
 
@@ -127,7 +133,12 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
             "coll": first["coll"], "runs": len(runs), "ok": len(ok),
             "statuses": [r["status"] for r in runs],
             "wall_s": spread_stats([r["wall_s"] for r in ok]) if ok else None,
+            "repeats": [r.get("repeat") for r in ok],  # of each value below, in order
+            "against": first.get("against"),  # the app this one is set against, if any
         }  # fmt: skip
+        for name in ("app_s", "forwarded_bytes"):
+            values = [r[name] for r in ok if r.get(name) is not None]
+            row[name] = spread_stats(values) if values and len(values) == len(ok) else None
         for name in first["figures"]:
             values = [r["figures"][name] for r in ok if r["figures"][name] is not None]
             row[name] = spread_stats(values) if values else None
