@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from isthmus.config.units import format_size
 from isthmus.report.plotting import pyplot
 from isthmus.report.results import made_by, pct, size, table
 
@@ -180,7 +182,36 @@ def block_demo_shows(res: dict[str, Any]) -> str:
         if body:
             text += f"{unit} (median of the repeats, their range in brackets):\n\n"
             text += table(head, body, 2) + "\n"
+    text += _demo_zipper(points)
     return text + made_by(res) + "\n"
+
+
+ZIPPER_KEY = "zippers.gate.link.latency"  # what examples/demo/zipper.toml varies
+
+
+def _demo_zipper(points: list[dict[str, Any]]) -> str:
+    """The zipper part: LAMMPS forwarded against direct per zipper link latency (medians
+    of app_s and their ratio), and the bytes the forwarder relayed between networks."""
+    fwd = [p for p in points if p["app"] == "lammps-forwarded"]
+    direct = [p for p in points if p["app"] == "lammps-direct"]
+    rows = []
+    for lat in dict.fromkeys(str(p.get(ZIPPER_KEY)) for p in fwd):
+        f = sorted(p["app_s"] for p in fwd if str(p.get(ZIPPER_KEY)) == lat and p.get("app_s"))
+        d = sorted(p["app_s"] for p in direct if str(p.get(ZIPPER_KEY)) == lat and p.get("app_s"))
+        b = [p["forwarded_bytes"] for p in fwd
+             if str(p.get(ZIPPER_KEY)) == lat and p.get("forwarded_bytes") is not None]  # fmt: skip
+        if f and d:
+            mf, md = statistics.median(f), statistics.median(d)
+            rows.append([lat, f"{mf:.2f}", f"{md:.2f}", f"{mf / md:.2f}",
+                         format_size(int(statistics.median(b))) if b else "-"])  # fmt: skip
+    if not rows:
+        return ""
+    head = ["zipper link, one way", "forwarded (s)", "direct (s)", "forwarded / direct",
+            "forwarded between networks"]  # fmt: skip
+    return (
+        "LAMMPS across the zipper host against a direct link of the same latency and rate "
+        "(MPI_Init to MPI_Finalize, median of the runs):\n\n" + table(head, rows, 1) + "\n"
+    )
 
 
 def _as_time(s: dict[str, Any], way: str) -> tuple[float, float, float]:
