@@ -115,3 +115,18 @@ def test_add_forwarders_merges_a_real_sites_stats(
     assert done.returncode == 0, done.stderr
     shown = isthmus("profile", "show", prof)
     assert "Forwarder gate" in shown.stdout and "rank 0 (" in shown.stdout
+
+
+def test_forwarder_waits_are_virtual_under_dilation() -> None:
+    """The forwarder runs in real time: merged into a dilated run's profile, its waits and
+    duration are divided by K, as the layer's own times are."""
+    from isthmus.profile import forwarders
+
+    pair = {"src": 0, "dst": 1, "frames": 2, "bytes": 10, "wait_seconds": 8e-6,
+            "wait_max_seconds": 6e-6, "held": 0}  # fmt: skip
+    stats = {"name": "g", "seconds": 4.0, "dropped_bytes": 0, "pairs": [pair],
+             "connections": [], "wait_histogram_us": [0, 0, 1, 1]}  # fmt: skip
+    (m,) = forwarders.merged([stats], 4.0)
+    assert m["seconds"] == 1.0 and m["dilation"] == 4.0
+    assert m["pairs"][0]["wait_seconds"] == 2e-6 and m["pairs"][0]["wait_max_seconds"] == 1.5e-6
+    assert m["wait_histogram_real_us"] == [0, 0, 1, 1]  # kept in real microseconds
