@@ -286,10 +286,11 @@ static void flush(struct forwarder *f)
 }
 
 /* Whether f has something to write (then a wait also wakes when its socket has room): a
- * bulk slice only when it would take one. */
-static int has_output(const struct forwarder *f)
+ * bulk slice only when it would take one (not one of a pair whose forwarder is another). */
+static int has_output(struct forwarder *f)
 {
-    return f->writing || f->head || (bulk_head && ist_zip_stripe_takes((int)(f - fwds), (size_t)BULK_SLICE));
+    struct bulk *before;
+    return f->writing || f->head || (bulk_head && bulk_for(f, &before) != NULL);
 }
 
 int ist_zip_engine_flushed(void)
