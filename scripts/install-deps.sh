@@ -7,7 +7,8 @@
 #                                    (LAMMPS, NetPIPE, HPCC)
 #   scripts/install-deps.sh demo     the same (kept for the Makefile's demo target)
 #   scripts/install-deps.sh experiments  also the applications only experiments run
-#                                    (NWChem, ScaLAPACK's test drivers; docs/experiments.md)
+#                                    (NWChem, ScaLAPACK's test drivers, HPCC for MPICH
+#                                    built from Debian's source; docs/experiments.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +46,11 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.lock
   .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
   echo "$want" > "$stamp"
+fi
+
+# HPCC for MPICH, from Debian's source (experiments only: examples/sweeps/zipper-apps.toml)
+if [ "${1:-}" = experiments ]; then
+  scripts/build-hpcc-mpich.sh
 fi
 
 # mpi4py's source distribution, of the version Debian's python3-mpi4py is (3.1.4): make

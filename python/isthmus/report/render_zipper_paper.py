@@ -77,7 +77,7 @@ def block(p2p: dict[str, Any] | None, colls: dict[str, dict[str, Any] | None],
         if ours is None:
             mine = "not measured (Alltoall only)"
         elif ours == "apps":
-            mine = "LAMMPS, HPCC, NWChem forwarded / direct (time): " + _apps(apps)
+            mine = "LAMMPS, HPCC, ScaLAPACK LU forwarded / direct (time): " + _apps(apps)
         elif ours in ("barrier", "bcast", "alltoall", "reduce", "allreduce"):
             mine = _collective(points, ours)
         else:

@@ -3,11 +3,15 @@
  *
  * Protocol between two ranks of different sites (messages of zip_engine.h):
  *   - eager: a message of at most IST_ZIP_EAGER_LIMIT bytes goes at once with its data
- *     while the sender has credit with that receiver; the send completes at once (the
- *     data are copied). The receiver gives the credit back (CREDIT) once the data have
- *     left its unexpected list, so what one sender can pile up unexpected at a receiver
- *     is bounded by IST_ZIP_CREDIT. A synchronous eager send completes on the ACK the
- *     receiver sends when it matches the message.
+ *     while the sender has credit with that receiver, written from the user's buffer (no
+ *     copy when contiguous); the send completes when its last byte is in the socket. Not
+ *     sooner: nothing moves while the application is outside MPI, and a send completed
+ *     while its bytes still waited here (past TCP_NOTSENT_LOWAT, zip_transport.c) left
+ *     them waiting until the next MPI call: a pipelined 512 KiB Bcast whose root then
+ *     slept took 8-16 times as long as over a direct link. The receiver gives the credit
+ *     back (CREDIT) once the data have left its unexpected list, so what one sender can
+ *     pile up unexpected at a receiver is bounded by IST_ZIP_CREDIT. A synchronous eager
+ *     send completes on the ACK the receiver sends when it matches the message.
  *   - rendezvous: anything larger, or past the credit, is announced (RTS); when the
  *     receiver matches the announcement it asks for the data (CTS), which then stream from
  *     the sender's own buffer (no copy when contiguous) as bulk frames, striped over the
@@ -414,18 +418,24 @@ struct ist_zop *ist_zip_isend(struct ist_zcomm *c, const void *buf, int count, M
         credit[to] -= cost;
         struct zmsg_hdr h = {.context = c->context, .tag = tag, .kind = sync ? ZMSG_SYNC : ZMSG_EAGER,
                              .bytes = (uint64_t)bytes, .id = op->sync_id};
-        char *copy = malloc(bytes ? (size_t)bytes : 1);
-        if (!copy) ist_zip_fatal("out of memory");
         MPI_Aint offset;
+        const char *data;
+        char *packed = NULL;
         if (ist_type_contiguous(count, type, &offset)) {
-            memcpy(copy, (const char *)buf + offset, (size_t)bytes);
+            data = (const char *)buf + offset;
         } else {
+            packed = malloc(bytes ? (size_t)bytes : 1);
+            if (!packed) ist_zip_fatal("out of memory");
             int pos = 0;
-            PMPI_Pack(buf, count, type, copy, (int)bytes, &pos, MPI_COMM_SELF);
+            PMPI_Pack(buf, count, type, packed, (int)bytes, &pos, MPI_COMM_SELF);
+            data = packed;
         }
-        ist_zip_send_message(to, &h, copy, (size_t)bytes, copy, NULL, NULL);
-        if (sync) ist_zip_list_add(&ist_zip_lists.sync_waits, op);
-        else op->done = 1; /* the data are copied */
+        if (sync) { /* done on the ACK, which comes after the last byte has left */
+            ist_zip_send_message(to, &h, data, (size_t)bytes, packed, NULL, NULL);
+            ist_zip_list_add(&ist_zip_lists.sync_waits, op);
+        } else {
+            ist_zip_send_message(to, &h, data, (size_t)bytes, packed, complete_cb, op);
+        }
     } else {
         struct zmsg_hdr h = {.context = c->context, .tag = tag, .kind = ZMSG_RTS,
                              .bytes = (uint64_t)bytes, .id = op->sync_id};
