@@ -194,6 +194,7 @@ def test_bad_sweep_options_are_one_line_errors(
         (f'{APP_A}inputs = ["{{here}}/missing.txt"]', "app a: input"),
         (f'{APP_A}figures_in = "../x"', "figures_in: expected a file name"),
         (f'{APP_A}against = "b"', "app a: against 'b': expected another app"),
+        (APP_A.replace('"true"', '"no-such-program"'), "no-such-program is not installed"),
         (f'{APP_A}placement = "{{here}}/none.toml"', "app a: placement"),
         (f'{APP_A}set = ["wan.latency={{wan.bandwidth}}"]', "{KEY} must name a varied key"),
     ],

@@ -41,7 +41,16 @@ from isthmus.config import platform as platform_mod
 from isthmus.errors import UserError
 from isthmus.launch.processes import EXIT_TIMEOUT
 from isthmus.records import atomic
-from isthmus.sweep.spec import BASELINE, App, Point, Sweep, check, one_cluster_toml, points
+from isthmus.sweep.spec import (
+    BASELINE,
+    App,
+    Point,
+    Sweep,
+    check,
+    check_installed,
+    one_cluster_toml,
+    points,
+)
 
 RESULT_COLUMNS = (
     "id",
@@ -240,6 +249,7 @@ def run_sweep(sweep: Sweep, out: Path, console: Console | None = None) -> int:
     """Run every point not yet done; 0 when all points ran (whatever their status)."""
     console = console or Console(stderr=True)
     plat = check(sweep)
+    check_installed(sweep)
     out.mkdir(parents=True, exist_ok=True)
     recorded = out / "sweep.json"
     if recorded.exists():

@@ -156,14 +156,6 @@ def check(sweep: Sweep) -> Platform:
         for f in app.input_files(sweep.here.resolve()):
             if not f.is_file():
                 raise UserError(f"app {app.name}: input {f}: no such file")
-        for mpi in app.mpis or sweep.mpis:
-            program = app.command(mpi, Path("/point"), sweep.here.resolve())[0]
-            found = Path(program).is_file() if "/" in program else shutil.which(program)
-            if not found:
-                raise UserError(
-                    f"app {app.name}: {program} is not installed (scripts/install-deps.sh "
-                    "experiments installs the applications of examples/sweeps/)"
-                )
         placed = app.placement_file(sweep.here.resolve())
         if placed is not None and not placed.is_file():
             raise UserError(f"app {app.name}: placement {placed}: no such file")
@@ -188,6 +180,19 @@ def check(sweep: Sweep) -> Platform:
     if not p.emulated:
         raise UserError(f"{sweep.platform}: a sweep needs an emulated platform (hosts per cluster)")
     return p
+
+
+def check_installed(sweep: Sweep) -> None:
+    """Every app's program is there, before anything runs (a one-line error naming it)."""
+    for app in sweep.apps:
+        for mpi in app.mpis or sweep.mpis:
+            program = app.command(mpi, Path("/point"), sweep.here.resolve())[0]
+            found = Path(program).is_file() if "/" in program else shutil.which(program)
+            if not found:
+                raise UserError(
+                    f"app {app.name}: {program} is not installed (scripts/install-deps.sh "
+                    "experiments installs the applications of examples/sweeps/)"
+                )
 
 
 def points(sweep: Sweep) -> list[Point]:

@@ -109,6 +109,7 @@ def steps(exp: Experiment) -> list[Step]:
 
 
 def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
+    sweep_spec.check_installed(load_sweep(exp))  # before the first point runs, and cheap
     point = _points(exp)[step.spec["point"]]
     row = sweep_mod.run_point(load_sweep(exp), point, work)
     keep = {k: row.get(k) for k in KEPT}
