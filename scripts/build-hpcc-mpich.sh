@@ -15,10 +15,8 @@ echo "build-hpcc-mpich: fetching and building HPCC 1.5.0 for MPICH (a few minute
 mkdir -p .cache
 tmp=$(mktemp -d .cache/hpcc.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-curl -sSfL --retry 3 -o "$tmp/hpcc.tar.gz" "$url"
-echo "$sha  $tmp/hpcc.tar.gz" | sha256sum -c --quiet -
-tar -xzf "$tmp/hpcc.tar.gz" -C "$tmp"
-src=$(echo "$tmp"/hpcc-1.5.0)
+scripts/fetch-checked.sh "$url" "$sha" "$tmp/source"
+src=$tmp/source/hpcc-1.5.0
 # HPL's build file (hpl/setup/Make.Linux_PII_FBLAS's shape): MPICH's compiler wrapper
 # brings MPI; the Fortran BLAS through its C names (dgemm_: -DAdd_).
 cat > "$src/hpl/Make.isthmus_mpich" <<EOF

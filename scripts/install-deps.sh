@@ -62,14 +62,10 @@ if [ ! -f "$suite/test/runtests.py" ] || [ ! -f "$suite/setup.py" ]; then
   echo "install-deps: fetching mpi4py 3.1.4's test suite" >&2
   sha=17858f2ebc623220d0120d1fa8d428d033dde749c4bc35b33d81a66ad7f93480
   url=https://files.pythonhosted.org/packages/bc/f2/749af7fd0e7703ddca6cea525ab40f26c3ca6cbe6c23658441c6f9705860/mpi4py-3.1.4.tar.gz
-  mkdir -p .cache
-  tmp=$(mktemp -d .cache/fetch.XXXXXX)
-  trap 'rm -rf "$tmp"' EXIT
-  curl -sSfL --retry 3 -o "$tmp/mpi4py.tar.gz" "$url"
-  echo "$sha  $tmp/mpi4py.tar.gz" | sha256sum -c --quiet -
-  tar -xzf "$tmp/mpi4py.tar.gz" -C "$tmp"
+  scripts/fetch-checked.sh "$url" "$sha" .cache/mpi4py-source
   rm -rf "$suite"
-  mv "$tmp/mpi4py-3.1.4" "$suite"
+  mv .cache/mpi4py-source/mpi4py-3.1.4 "$suite"
+  rm -rf .cache/mpi4py-source
 fi
 # ... built for MPICH into .cache/mpi4py-mpich (PYTHONPATH=.cache/mpi4py-mpich).
 if ! ls .cache/mpi4py-mpich/mpi4py/MPI.*.so > /dev/null 2>&1; then
