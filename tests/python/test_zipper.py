@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import APPS, ISTHMUS, MPIS, PLATFORMS, ROOT, Run
+from isthmus.profile.forwarders import between_networks
 
 ZIPPER = PLATFORMS / "zipper.toml"
 
@@ -233,13 +234,6 @@ def test_a_call_not_carried_yet_is_named(isthmus: Run, apps: dict[tuple[str, str
 RANKED = ("--set", "zippers.gate.ranks_per_host=2")  # ranks 4 and 5 on gate0
 
 
-def crossing_both_networks(profile: dict) -> int:
-    """Bytes the forwarder relayed between two ranks neither of which ran on its host."""
-    (fwd,) = profile["forwarders"]
-    here = {c["rank"] for c in fwd["connections"] if c["same_host"]}
-    return sum(p["bytes"] for p in fwd["pairs"] if not {p["src"], p["dst"]} & here)
-
-
 @pytest.mark.parametrize("mpi", MPIS)
 def test_ranks_on_the_zipper_host_placed_as_advised(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, tmp_path: Path
@@ -271,8 +265,8 @@ def test_ranks_on_the_zipper_host_placed_as_advised(
     gate = {c["rank"] for c in fwd["connections"] if c["from"] == "198.18.3.1"}
     assert gate == {c["rank"] for c in fwd["connections"] if c["same_host"]}
     assert gate == {r for r, h in enumerate(placed["hosts"]) if h == "gate0"}
-    before = crossing_both_networks(json.loads(first.read_text()))
-    after = crossing_both_networks(d)
+    before = between_networks(json.loads(first.read_text()))
+    after = between_networks(d)
     assert before > 10 << 20 and after < before / 50, (before, after, advice.stdout)
 
 

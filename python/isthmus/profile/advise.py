@@ -166,16 +166,16 @@ def advise(profile: dict[str, Any], platform: Platform) -> Advice:
     def score(chosen: set[int]) -> tuple[int, int]:  # bytes left crossing, then moves
         return problem.crossing(problem.placement(chosen)), len(chosen - set(_now(problem)))
 
-    seeds = [set(_now(problem))]
-    if len(cover) <= k:  # the cover, the slots left over kept by who had them
-        rest = [r for r in _now(problem) if r not in cover]
-        rest += sorted(set(range(nranks)) - set(cover) - set(rest),
-                       key=lambda r: -int(problem.w[r].sum()))  # fmt: skip
-        seeds.append(set(cover) | set(rest[: k - len(cover)]))
     if math.comb(nranks, k) <= EXACT_LIMIT:
         chosen = set(min(itertools.combinations(range(nranks), k), key=lambda c: score(set(c))))
         method = f"exact: every {k} of the {nranks} ranks scored"
     else:
+        seeds = [set(_now(problem))]
+        if len(cover) <= k:  # the cover, the slots left over kept by who had them
+            rest = [r for r in _now(problem) if r not in cover]
+            rest += sorted(set(range(nranks)) - set(cover) - set(rest),
+                           key=lambda r: -int(problem.w[r].sum()))  # fmt: skip
+            seeds.append(set(cover) | set(rest[: k - len(cover)]))
         candidates = sorted({v for v in range(nranks) if problem.w[v][site != site[v]].sum() > 0})
         chosen = _greedy_and_swaps(problem, candidates, k, score, seeds)
         method = "the best of the cover, the greedy choice and the profiled one, then swaps"

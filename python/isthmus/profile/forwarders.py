@@ -93,6 +93,19 @@ def on_host(fwd: dict[str, Any]) -> set[int]:
     return {c["rank"] for c in fwd["connections"] if c.get("same_host")}
 
 
+def between_networks(profile: dict[str, Any]) -> int | None:
+    """Bytes the forwarders relayed between two ranks neither of which ran on the
+    forwarder's host (so they crossed both networks); None when the run had none."""
+    if not profile.get("forwarders"):
+        return None
+    return sum(
+        int(p["bytes"])
+        for fwd in profile["forwarders"]
+        for p in fwd["pairs"]
+        if not {p["src"], p["dst"]} & on_host(fwd)
+    )
+
+
 def per_direction(
     fwd: dict[str, Any], rank_cluster: list[int]
 ) -> list[tuple[tuple[int, int, bool], int, int, float, float, int]]:

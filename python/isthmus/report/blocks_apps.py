@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from isthmus.config.units import format_size
 from isthmus.report.plotting import pyplot
-from isthmus.report.results import made_by, pct, size, table
+from isthmus.report.results import made_by, pct, size, size_or_dash, table
 
 STRATEGIES = ("first", "random", "hash", "window")
 
@@ -203,7 +202,7 @@ def _demo_zipper(points: list[dict[str, Any]]) -> str:
         if f and d:
             mf, md = statistics.median(f), statistics.median(d)
             rows.append([lat, f"{mf:.2f}", f"{md:.2f}", f"{mf / md:.2f}",
-                         format_size(int(statistics.median(b))) if b else "-"])  # fmt: skip
+                         size_or_dash(statistics.median(b) if b else None)])  # fmt: skip
     if not rows:
         return ""
     head = ["zipper link, one way", "forwarded (s)", "direct (s)", "forwarded / direct",

@@ -14,8 +14,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from isthmus.config.units import format_size
-from isthmus.report.results import made_by, table
+from isthmus.report.results import made_by, size_or_dash, table
 
 
 @dataclass(frozen=True)
@@ -70,10 +69,6 @@ def pairs(res: dict[str, Any]) -> list[AppPair]:
     return out
 
 
-def _bytes(b: float | None) -> str:
-    return format_size(int(b)) if b is not None else "-"
-
-
 def block(res: dict[str, Any]) -> str:
     head = ["application", "against", "MPI", "setting", "time (s)", "against (s)",
             "ratio (range)", "forwarded between networks", "against: forwarded",
@@ -82,7 +77,7 @@ def block(res: dict[str, Any]) -> str:
         [p.app, p.against, p.mpi, ", ".join(f"{k}={v}" for k, v in p.point.items()) or "-",
          f"{p.time:.3f}", f"{p.against_time:.3f}",
          p.ratio_text(),
-         _bytes(p.forwarded), _bytes(p.against_forwarded), p.runs]
+         size_or_dash(p.forwarded), size_or_dash(p.against_forwarded), p.runs]
         for p in pairs(res)
     ]  # fmt: skip
     intro = (

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from isthmus import records
 from isthmus.config import paths
+from isthmus.config.units import format_size
 from isthmus.experiment import provenance
 
 if TYPE_CHECKING:
@@ -76,6 +77,11 @@ def sec(s: float) -> str:
 
 def pct(x: float) -> str:
     return f"{100 * x:.0f}%"
+
+
+def size_or_dash(b: float | None) -> str:
+    """A byte count rounded for tables ("31.7MiB"), or "-" where none was measured."""
+    return "-" if b is None else format_size(int(b))
 
 
 def size(b: int) -> str:

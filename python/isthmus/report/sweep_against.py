@@ -11,8 +11,8 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from isthmus.config.units import format_size
 from isthmus.report.plotting import png_base64, pyplot
+from isthmus.report.results import size_or_dash
 from isthmus.report.sweep_data import SweepResults, point_time, x_label, x_value
 
 Key = tuple[str, str, float | str]  # mpi, coll, x
@@ -103,7 +103,7 @@ def table(res: SweepResults) -> str:
                 r["mpi"], r["coll"], f"{r['x']:g}" if isinstance(r["x"], float) else r["x"],
                 f"{r['time']:.3f}", f"{r['against']:.3f}",
                 f"{r['ratio']:.2f} ({r['low']:.2f}-{r['high']:.2f})",
-                format_size(int(r["forwarded"])) if r["forwarded"] is not None else "-",
+                size_or_dash(r["forwarded"]),
             )) + "</tr>"
             for r in comparison(res, app, other)
         )  # fmt: skip

@@ -40,6 +40,7 @@ from isthmus.config import paths
 from isthmus.config import platform as platform_mod
 from isthmus.errors import UserError
 from isthmus.launch.processes import EXIT_TIMEOUT
+from isthmus.profile import forwarders
 from isthmus.records import atomic
 from isthmus.sweep.spec import (
     BASELINE,
@@ -120,15 +121,7 @@ def _profile_figures(path: Path) -> dict[str, Any]:
         "intra_bytes": sum(t["intra"]["bytes"] for t in traffic.values()),
         "wan_coll_bytes": sum(row[4] for row in wan_rows),
         # what the zipper forwarders relayed between two networks (docs/profile.md)
-        "forwarded_bytes": sum(
-            p["bytes"]
-            for fwd in data.get("forwarders", [])
-            for p in fwd["pairs"]
-            if not {p["src"], p["dst"]}
-            & {c["rank"] for c in fwd["connections"] if c.get("same_host")}
-        )
-        if data.get("forwarders")
-        else None,
+        "forwarded_bytes": forwarders.between_networks(data),
         "dilation": data.get("run", {}).get("dilation", 1.0),
     }
 
