@@ -31,7 +31,7 @@ test-c: build
 	cd $(BUILD) && ctest --output-on-failure
 
 test-py: build
-	$(PY) -m pytest --durations=20 tests/python
+	$(PY) -m pytest --durations=20 --junitxml=$(BUILD)/pytest.xml tests/python
 
 test: lint check-results test-c test-py
 

@@ -17,7 +17,6 @@ from isthmus.cli.common import (
 )
 from isthmus.config.platform import Platform
 from isthmus.errors import UserError
-from isthmus.report import figures
 
 
 def _clusters(p: Platform) -> list[int]:
@@ -67,6 +66,7 @@ def cmd_model_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_model_plot(args: argparse.Namespace) -> int:
+    from isthmus.report import figures  # heavy: only for this command
 
     p, params = model_inputs(args)
     lo = size_option("--min-size", args.min_size)

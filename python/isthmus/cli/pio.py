@@ -15,11 +15,11 @@ from isthmus.cli.common import (
 )
 from isthmus.config import platform as platform_mod
 from isthmus.errors import UserError
-from isthmus.report import figures
 
 
 def cmd_pio_bench(args: argparse.Namespace) -> int:
     from isthmus.pio import bench as pio_bench
+    from isthmus.report import figures
 
     workloads = choice_list("--workloads", args.workloads, pio_bench.WORKLOADS)
     strategies = choice_list("--strategies", args.strategies, pio_bench.STRATEGIES)

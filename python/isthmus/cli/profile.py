@@ -15,8 +15,6 @@ from isthmus.config import placement
 from isthmus.config import platform as platform_mod
 from isthmus.config.units import format_size
 from isthmus.errors import UserError
-from isthmus.profile import advise, forwarders
-from isthmus.report import figures
 
 
 def cmd_profile_show(args: argparse.Namespace) -> int:
@@ -25,6 +23,8 @@ def cmd_profile_show(args: argparse.Namespace) -> int:
 
 
 def cmd_profile_plot(args: argparse.Namespace) -> int:
+    from isthmus.report import figures  # heavy: only for this command
+
     out = output_path(args.output)
     figures.profile_matrices(profile_mod.load(args.file), out)
     print(f"wrote {out}")
@@ -32,6 +32,8 @@ def cmd_profile_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_profile_report(args: argparse.Namespace) -> int:
+    from isthmus.report import figures  # heavy: only for this command
+
     out = output_path(args.output)
     figures.profile_page(profile_mod.load(args.file), out)
     print(f"wrote {out}")
@@ -39,6 +41,8 @@ def cmd_profile_report(args: argparse.Namespace) -> int:
 
 
 def cmd_profile_add_forwarders(args: argparse.Namespace) -> int:
+    from isthmus.profile import forwarders  # heavy: only for this command
+
     profile_mod.load(args.file)  # a profile, or a one-line error
     missing = [s for s in args.stats if not Path(s).exists()]
     if missing:
@@ -49,6 +53,8 @@ def cmd_profile_add_forwarders(args: argparse.Namespace) -> int:
 
 
 def cmd_profile_advise(args: argparse.Namespace) -> int:
+    from isthmus.profile import advise  # heavy: only for this command
+
     prof = profile_mod.load(args.file)
     platform = platform_mod.load(args.platform, args.set)
     if not platform.emulated:
