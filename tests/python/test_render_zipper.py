@@ -39,11 +39,13 @@ def test_the_worst_mpi_decides_and_a_missing_experiment_is_null() -> None:
                                        "met": False}  # fmt: skip
     assert s["latency_ratio"]["value"] is None and s["aggregate_2"]["met"] is None
     assert s["collective_worst_ratio"]["value"] is None
+    assert s["collective_worst_ratio_dilated_8"]["value"] is None
     assert s["provenance"] == {
         "zipper/p2p": None,
         "zipper/zippers": None,
         "zipper/collectives-openmpi": None,
         "zipper/collectives-mpich": None,
+        "zipper/collectives-dilated-8": None,
         "zipper/apps": None,
     }  # fmt: skip  (no header here)
 

@@ -145,6 +145,8 @@ BLOCKS.update(
         "zipper/collectives-mpich": Block("zipper/collectives-mpich", z.block_collectives,
                                           z.plot_collectives,
                                           "results/zipper/collectives-mpich.png"),
+        z.COLL_DILATED: Block(z.COLL_DILATED, z.block_collectives, z.plot_collectives,
+                              "results/zipper/collectives-dilated-8.png"),
     }
 )  # fmt: skip
 
@@ -254,7 +256,7 @@ def render(check: bool = False) -> list[str]:
         else:
             b.plot(res, out)
     p2p, zippers = results.load_result("zipper/p2p"), results.load_result("zipper/zippers")
-    colls = {name: results.load_result(name) for name in z.COLL_EXPERIMENTS}
+    colls = {name: results.load_result(name) for name in (*z.COLL_EXPERIMENTS, z.COLL_DILATED)}
     apps_res = results.load_result("zipper/apps")
     if check:
         want = json.dumps(z.summary(p2p, zippers, colls, apps_res), indent=2) + "\n"
