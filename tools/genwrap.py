@@ -279,8 +279,9 @@ def gen_c_wrapper(f: Function, by_name: dict[str, Function]) -> str:
 static inline int ist_coll_{f.name[4:]}({decl})
 {{
     int ist_h;
-    if (ist_hier_enabled && ist_wan_{f.name[4:]}({f.arg_names()}, &ist_h)) return ist_h;
-    return {call};
+    if (ist_hier_enabled && ist_wan_{f.name[4:]}({f.arg_names()}, &ist_h))
+        return ist_adapt_after(ist_h);
+    return ist_adapt_after({call});
 }}
 """
         if f.name in ZIP_CALLS:
@@ -395,8 +396,11 @@ static inline int ist_fwan_{f.name}({fdecl}, MPI_Fint *ierr)
     int ist_h;
     const int ist_served = ist_wan_{f.name[4:]}({", ".join(args)}, &ist_h);
     {after}
-    if (!ist_served) return 0;
-    *ierr = (MPI_Fint)ist_h;
+    if (!ist_served) {{
+        ist_adapt_pending = NULL; /* the MPI's own Fortran entry runs: not timed */
+        return 0;
+    }}
+    *ierr = (MPI_Fint)ist_adapt_after(ist_h);
     return 1;
 #else
     (void)ierr;

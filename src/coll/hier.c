@@ -55,6 +55,7 @@ void ist_hier_init(MPI_Comm world)
         ist_hier_cache_init();
         ist_hier_model_load(world);
         ist_hier_select_init(log_choices);
+        ist_adapt_init();
     }
 }
 
@@ -79,7 +80,12 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
     if (choose && !ist_hier_can_choose_ours()) return NULL;
     struct ist_hier *h = ist_hier_lookup(comm);
     if (h->single) return NULL;
-    if (choose && (way = ist_hier_way(h, id, bytes)) == IST_WAY_NATIVE) return NULL;
+    if (choose) {
+        if (h->adapt) ist_adapt_check(h); /* may make the choices again, on every rank */
+        way = ist_hier_way(h, id, bytes);
+        if (h->adapt) ist_adapt_begin(h);
+        if (way == IST_WAY_NATIVE) return NULL;
+    }
     /* forced, or every call ours (collectives.select = always): the hierarchical one */
     if (!choose) way = forced == IST_ALG_LINEAR ? IST_WAY_LINEAR : IST_WAY_OURS;
     h->way = way;

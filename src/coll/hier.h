@@ -40,10 +40,22 @@ enum ist_way { IST_WAY_NATIVE, IST_WAY_OURS, IST_WAY_LINEAR };
 /* The last choices on a communicator, by collective and size (bytes as coll_cost.h
  * counts them). */
 #define IST_DECISION_CACHE 32
+/* What live adaptation (hier_adapt.c) keeps per choice: the log of measured over
+ * predicted time of the first IST_DRIFT_BASE calls, then of the last IST_DRIFT_RECENT. */
+#define IST_DRIFT_BASE 6
+#define IST_DRIFT_RECENT 4
+struct ist_drift {
+    int n;                                          /* calls observed */
+    float log_ratio[IST_DRIFT_BASE + IST_DRIFT_RECENT];
+    float level, spread;                            /* of the first calls: median, MAD */
+};
 struct ist_decision {
     int id;
     long bytes;
-    int way; /* an enum ist_way */
+    int way;             /* an enum ist_way */
+    double predicted_us; /* the model's time for that way (0: no prediction) */
+    char name[40];       /* the algorithm predicted, or "native" */
+    struct ist_drift drift;
 };
 
 /* The last broadcast shapes chosen on a communicator, by message size. */
@@ -68,6 +80,7 @@ struct ist_hier {
     int *members;        /* ranks of cluster c: members[member_start[c] .. + count[c]) */
     int max_count;       /* the largest cluster */
     int contiguous;      /* every cluster's ranks are consecutive: rank order = cluster order */
+    int spans_sites;     /* zipper sites: its messages between sites go through forwarders */
     struct ist_shape_entry shapes[IST_SHAPE_CACHE];
     int next_shape;
     int *host;           /* rank -> lowest rank on its host (the selector's layout) */
@@ -76,6 +89,11 @@ struct ist_hier {
     int way; /* the way of the call under way (ist_hier_enter): IST_WAY_OURS or _LINEAR */
     int algorithm; /* the call's forced algorithm (an enum ist_coll_algorithm), or IST_ALG_NONE */
     long segment;  /* the call's wide-area segment in bytes (collectives.segment) */
+    struct ist_decision *last; /* the decision the last call took (hier_select.c) */
+    /* The P-LogP parameters its choices come from: the layer's (hier_model.c), or its own
+     * once live adaptation measured the wide area again (hier_adapt.c). */
+    const struct ist_plogp *model;
+    struct ist_adapt *adapt; /* live adaptation's state (NULL: off, or not decided here) */
 };
 
 /* Settings (hier.c, hier_select.c, hier_model.c), from the environment at MPI_Init:
@@ -115,9 +133,20 @@ long ist_countsw_bytes(MPI_Comm comm, const int counts[], const MPI_Datatype typ
  * ist_hier_decline when the native collective should run after all (returns 0). */
 int ist_hier_leave(int rc);
 static inline int ist_hier_served(int *answer, int rc) { return ist_answered(answer, ist_hier_leave(rc)); }
+/* Live adaptation (hier_adapt.c): the decision whose call is under way and timed; the
+ * generated wrappers pass each WAN-aware collective's return code through
+ * ist_adapt_after, which sets the call's time against the model's prediction. */
+extern _Thread_local struct ist_decision *ist_adapt_pending __attribute__((tls_model("initial-exec")));
+void ist_adapt_observe(void);
+static inline int ist_adapt_after(int rc)
+{
+    if (__builtin_expect(ist_adapt_pending != NULL, 0)) ist_adapt_observe();
+    return rc;
+}
 static inline int ist_hier_decline(void)
 {
     ist_in_hier = 0;
+    ist_adapt_pending = NULL; /* the way predicted did not run */
     return 0;
 }
 
@@ -132,6 +161,11 @@ double ist_hier_model_seconds(void);
 /* Measure the lan and wan classes on world into *p (plogp_measure.c); returns the seconds
  * it took this rank. Collective. */
 double ist_plogp_measure(MPI_Comm world, struct ist_plogp *p);
+/* Measure the wan class alone between ranks a and b of comm (the same method; lan_or:
+ * the receive overheads at 0 and IST_EAGER_SEGMENT bytes, or NULL), known on every rank
+ * of comm after. Collective over comm. */
+void ist_plogp_measure_wan(MPI_Comm comm, int a, int b, const double *lan_or,
+                           struct ist_plogp_class *wan);
 /* Rank 0 of comm logs a choice once per (communicator, id, detail). */
 void ist_hier_log(const struct ist_hier *h, enum ist_coll_id id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

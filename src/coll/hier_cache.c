@@ -29,6 +29,7 @@ static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void free_hier(struct ist_hier *h)
 {
+    ist_adapt_forget(h);
     if (!h->single) {
         ist_world_free(&h->cluster_comm);
         ist_world_free(&h->comm);
@@ -91,6 +92,7 @@ static struct ist_hier *build(MPI_Comm comm)
     struct ist_hier *h = calloc(1, sizeof *h);
     h->size = info->size;
     h->rank = info->rank;
+    h->model = ist_hier_model();
     h->cluster_of = malloc((size_t)h->size * sizeof(int));
     h->cluster_rank = malloc((size_t)h->size * sizeof(int));
     h->first = malloc((size_t)h->size * sizeof(int));
@@ -145,8 +147,10 @@ static struct ist_hier *build(MPI_Comm comm)
     if (!h->single) {
         /* when comm spans sites h->comm does too, and our messages on it go through the
          * forwarders; each cluster's part lies in one site and is native */
+        h->spans_sites = ist_world_spans(comm);
         ist_world_dup(comm, &h->comm);
         ist_world_split(comm, h->my_cluster, h->rank, &h->cluster_comm);
+        if (ist_adapt_on() && !h->spans_sites) ist_adapt_built(h);
     }
     return h;
 }

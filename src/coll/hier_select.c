@@ -77,7 +77,7 @@ static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct
     if (!wan_pays || h->size > COSTED_RANKS) return 0;
     struct ist_layout l = {h->size, h->nclusters, h->cluster_of, h->host};
     struct ist_choice c;
-    ist_coll_choose(id, bytes, mpi, ist_hier_model(), &l, &c);
+    ist_coll_choose(id, bytes, mpi, h->model, &l, &c);
     if (c.n == 0) return 0;
     *p = (struct prediction){1e300, 1e300, 1e300, 1e300,
                              c.c[c.best].native ? IST_WAY_NATIVE
@@ -92,32 +92,41 @@ static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct
     return 1;
 }
 
-/* Which way (enum ist_way) for id at bytes on h, without the cache. Every rank decides
- * from the same figures. */
-static int decide(struct ist_hier *h, enum ist_coll_id id, long bytes)
+/* Which way (enum ist_way) for id at bytes on h, without the cache, into d (with the
+ * time predicted for it, for live adaptation). Every rank decides from the same figures. */
+static void decide(struct ist_hier *h, enum ist_coll_id id, long bytes, struct ist_decision *d)
 {
     struct prediction p;
-    if (!predicted(h, id, bytes, &p)) return wan_pays ? IST_WAY_OURS : IST_WAY_NATIVE;
+    if (!predicted(h, id, bytes, &p)) {
+        d->way = wan_pays ? IST_WAY_OURS : IST_WAY_NATIVE;
+        snprintf(d->name, sizeof d->name, "%s", d->way == IST_WAY_OURS ? "ours" : "native");
+        return;
+    }
     if (log_choices && h->rank == 0)
         fprintf(stderr, "isthmus: selector: %s of %ld B on %d ranks in %d clusters: %s, %s: "
                         "ours %.0f us, native %.0f us\n",
                 ist_coll_names[id], bytes, h->size, h->nclusters, p.name,
                 p.measured ? "measured (tuning file)" : "predicted", p.ours, p.native);
-    return p.pick;
+    d->way = p.pick;
+    d->predicted_us = p.pick == IST_WAY_NATIVE ? p.native
+                      : p.pick == IST_WAY_LINEAR ? p.linear
+                                                 : p.ours;
+    snprintf(d->name, sizeof d->name, "%s", p.name);
 }
 
 /* decide(), remembered per communicator, collective and size (key). */
-typedef int chooser(struct ist_hier *h, enum ist_coll_id id, long key);
+typedef void chooser(struct ist_hier *h, enum ist_coll_id id, long key, struct ist_decision *d);
 
 static int remembered(struct ist_hier *h, enum ist_coll_id id, long key, chooser *choose)
 {
     for (int i = 0; i < IST_DECISION_CACHE; i++)
         if (h->decisions[i].id == (int)id + 1 && h->decisions[i].bytes == key)
-            return h->decisions[i].way;
-    int ours = choose(h, id, key);
-    h->decisions[h->next_decision] = (struct ist_decision){(int)id + 1, key, ours};
+            return (h->last = &h->decisions[i])->way;
+    struct ist_decision *d = h->last = &h->decisions[h->next_decision];
+    *d = (struct ist_decision){.id = (int)id + 1, .bytes = key};
+    choose(h, id, key, d);
     h->next_decision = (h->next_decision + 1) % IST_DECISION_CACHE;
-    return ours;
+    return d->way;
 }
 
 /* How a v-form decides, each rank knowing only its own counts while all must take the
@@ -134,7 +143,7 @@ static int remembered(struct ist_hier *h, enum ist_coll_id id, long key, chooser
 enum v_way { V_NATIVE, V_OURS, V_AGREE, V_LINEAR, V_WAYS };
 #define V_POLICY_KEY (-1L - (1L << 62))
 
-static int v_way(struct ist_hier *h, enum ist_coll_id id, long unused)
+static void v_way(struct ist_hier *h, enum ist_coll_id id, long unused, struct ist_decision *d)
 {
     (void)unused;
     double agree = 0, logsum[V_WAYS] = {0}, worst[V_WAYS] = {0};
@@ -151,7 +160,12 @@ static int v_way(struct ist_hier *h, enum ist_coll_id id, long unused)
             if (t[w] / n > worst[w]) worst[w] = t[w] / n;
         }
     }
-    if (!known) return wan_pays ? V_OURS : V_NATIVE; /* as every size decides then */
+    static const char *const names[V_WAYS] = {"native", "ours", "agree on the size", "linear"};
+    if (!known) { /* as every size decides then */
+        d->way = wan_pays ? V_OURS : V_NATIVE;
+        snprintf(d->name, sizeof d->name, "%s", names[d->way]);
+        return;
+    }
     int way = worst[V_LINEAR] <= 1.05 && logsum[V_LINEAR] < 0 ? V_LINEAR : V_NATIVE;
     double against = way == V_LINEAR ? logsum[V_LINEAR] + known * log(1 - IST_NATIVE_MARGIN) : 0;
     for (int w = V_OURS; w <= V_AGREE; w++)
@@ -165,7 +179,8 @@ static int v_way(struct ist_hier *h, enum ist_coll_id id, long unused)
                 : way == V_LINEAR ? "linear"
                                   : "agree on the size",
                 worst[V_OURS], worst[V_AGREE], worst[V_LINEAR] < 1e299 ? worst[V_LINEAR] : 0.0);
-    return way;
+    d->way = way;
+    snprintf(d->name, sizeof d->name, "%s", names[way]);
 }
 
 /* The way (enum ist_way) a call takes. */
@@ -181,5 +196,29 @@ int ist_hier_way(struct ist_hier *h, enum ist_coll_id id, long bytes)
     long mine = IST_BYTES_LOCAL(bytes), agreed = 0;
     ist_own_Allreduce(&mine, &agreed, 1, MPI_LONG, MPI_MAX, h->comm); /* never spanning sites */
     return remembered(h, id, agreed, decide);
+}
+
+int ist_hier_choose_again(struct ist_hier *h, struct ist_choice_change *changed, int max,
+                          int *unchanged)
+{
+    int n = 0;
+    *unchanged = 0;
+    for (int i = 0; i < IST_DECISION_CACHE; i++) {
+        struct ist_decision *d = &h->decisions[i], was = *d;
+        if (!d->id) continue;
+        *d = (struct ist_decision){.id = was.id, .bytes = was.bytes};
+        (was.bytes == V_POLICY_KEY ? v_way : decide)(h, (enum ist_coll_id)(was.id - 1),
+                                                      was.bytes, d);
+        if (d->way == was.way && strcmp(d->name, was.name) == 0) {
+            ++*unchanged;
+        } else if (n < max) {
+            changed[n] = (struct ist_choice_change){was.id - 1, was.bytes, "", ""};
+            snprintf(changed[n].before, sizeof changed[n].before, "%s", was.name);
+            snprintf(changed[n].after, sizeof changed[n].after, "%s", d->name);
+            n++;
+        }
+    }
+    h->last = NULL;
+    return n;
 }
 

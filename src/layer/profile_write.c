@@ -14,6 +14,7 @@
 
 #include "discover.h"
 #include "hier.h"
+#include "hier_adapt.h"
 #include "layer.h"
 #include "profiler.h"
 #include "topology.h"
@@ -238,10 +239,40 @@ static void write_discovery(FILE *f)
     fputs("},\n", f);
 }
 
+/* Live adaptation's switches (src/coll/hier_adapt.c), each as its communicator's rank 0
+ * recorded it, rank after rank (docs/profile.md). */
+static void write_adaptation(FILE *f, int n, const struct ist_adapt_event *e, const int *counts)
+{
+    fprintf(f, "  \"adaptation\": {\"check_every\": %d, \"segment_bytes\": %ld, \"switches\": [",
+            ist_adapt_every(), (long)IST_EAGER_SEGMENT);
+    for (int r = 0, k = 0; r < n; r++)
+        for (int i = 0; i < counts[r]; i++, k++, e++) {
+            fprintf(f, "%s\n    {\"rank0\": %d, \"ranks\": %d, \"clusters\": %d, \"call\": %ld, "
+                       "\"slower\": %.3f, \"slower_seen_by\": %d, \"faster\": %.3f, "
+                       "\"faster_seen_by\": %d, \"wan_before\": [%.3f, %.3f], "
+                       "\"wan_after\": [%.3f, %.3f], \"measure_seconds\": %.6f, "
+                       "\"unchanged\": %d, \"changed\": [",
+                    k ? "," : "", e->world_rank, e->comm_size, e->nclusters, e->call, e->factor[0],
+                    e->seen_by[0], e->factor[1], e->seen_by[1], e->old_L, e->old_g, e->new_L,
+                    e->new_g, e->measure_seconds, e->unchanged);
+            for (int c = 0; c < e->nchanged; c++) {
+                fprintf(f, "%s[\"%s\", %ld, ", c ? ", " : "", ist_coll_names[e->changed[c].id],
+                        e->changed[c].bytes);
+                json_string(f, e->changed[c].before);
+                fputs(", ", f);
+                json_string(f, e->changed[c].after);
+                fputs("]", f);
+            }
+            fputs("]}", f);
+        }
+    fputs("\n  ]},\n", f);
+}
+
 static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
                           const struct call_row *rows, const int *row_counts,
                           const uint64_t *matrix, const uint64_t *wan, double ticks_per_second,
-                          const struct site_row *sites, const int *site_counts, uint64_t dropped)
+                          const struct site_row *sites, const int *site_counts, uint64_t dropped,
+                          const struct ist_adapt_event *switches, const int *switch_counts)
 {
     char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0, version = 0, subversion = 0;
@@ -266,6 +297,7 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
             ticks_per_second);
     fputs("  \"collective_traffic\": \"arguments\",\n", f);
     write_discovery(f);
+    if (ist_adapt_on()) write_adaptation(f, n, switches, switch_counts);
     fprintf(f, "  \"nranks\": %d,\n  \"clusters\": [", n);
     for (int c = 0; c < ist_cluster_count(); c++) {
         if (c) fputs(", ", f);
@@ -399,6 +431,10 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     struct site_row *sites = gather_rows(my, nsites, sizeof(struct site_row), &site_counts, comm);
     uint64_t dropped = 0;
     sum_to_0(&ist_sites_dropped, &dropped, comm);
+    int nswitches = 0, lost = 0, *switch_counts = NULL;
+    const struct ist_adapt_event *my_switches = ist_adapt_events(&nswitches, &lost);
+    struct ist_adapt_event *switches =
+        gather_rows(my_switches, nswitches, sizeof *switches, &switch_counts, comm);
 
     int rc = 0;
     if (me == 0) {
@@ -410,7 +446,7 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
             rc = -1;
         } else {
             write_profile(f, n, ranks, rows, counts, matrix, wan, ticks_per_second, sites,
-                          site_counts, dropped);
+                          site_counts, dropped, switches, switch_counts);
             if (fclose(f) != 0 || rename(tmp, path) != 0) {
                 fprintf(stderr, "isthmus: cannot write the profile '%s': %s\n", path,
                         strerror(errno));
@@ -428,5 +464,7 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     free(my);
     free(sites);
     free(site_counts);
+    free(switches);
+    free(switch_counts);
     return rc;
 }

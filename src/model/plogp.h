@@ -30,6 +30,9 @@ void ist_plogp_free(struct ist_plogp *p);
 /* Make c a present class of latency L with room for n points (sizes, os, or, g); the
  * caller fills them. Returns 0, or -1 when out of memory. */
 int ist_plogp_class_init(struct ist_plogp_class *c, double L, int n);
+/* to = a copy of from (0, or -1 when out of memory: to empty); free a class's points. */
+int ist_plogp_class_copy(struct ist_plogp_class *to, const struct ist_plogp_class *from);
+void ist_plogp_class_free(struct ist_plogp_class *c);
 
 /* The piecewise-linear value of ys at size m (python: plogp.interpolate). */
 double ist_plogp_at(const struct ist_plogp_class *c, const double *ys, double m);

@@ -137,14 +137,32 @@ int ist_plogp_read(const char *path, struct ist_plogp *p, char *err, size_t errl
     return rc;
 }
 
+void ist_plogp_class_free(struct ist_plogp_class *c)
+{
+    free(c->sizes);
+    free(c->os);
+    free(c->orecv);
+    free(c->g);
+    memset(c, 0, sizeof *c);
+}
+
+int ist_plogp_class_copy(struct ist_plogp_class *to, const struct ist_plogp_class *from)
+{
+    memset(to, 0, sizeof *to);
+    if (ist_plogp_class_init(to, from->L, from->n) != 0) {
+        ist_plogp_class_free(to);
+        return -1;
+    }
+    memcpy(to->sizes, from->sizes, (size_t)from->n * sizeof *to->sizes);
+    memcpy(to->os, from->os, (size_t)from->n * sizeof *to->os);
+    memcpy(to->orecv, from->orecv, (size_t)from->n * sizeof *to->orecv);
+    memcpy(to->g, from->g, (size_t)from->n * sizeof *to->g);
+    to->present = from->present;
+    return 0;
+}
+
 void ist_plogp_free(struct ist_plogp *p)
 {
-    struct ist_plogp_class *both[2] = {&p->lan, &p->wan};
-    for (int i = 0; i < 2; i++) {
-        free(both[i]->sizes);
-        free(both[i]->os);
-        free(both[i]->orecv);
-        free(both[i]->g);
-        memset(both[i], 0, sizeof *both[i]);
-    }
+    ist_plogp_class_free(&p->lan);
+    ist_plogp_class_free(&p->wan);
 }

@@ -314,7 +314,17 @@ def _collective_settings(r: Reader, value: Any, path: Path) -> CollectiveSetting
     t = r.table(
         value,
         "collectives",
-        ("disable", "algorithm", "segment", "log", "params", "select", "tuning"),
+        (
+            "disable",
+            "algorithm",
+            "segment",
+            "log",
+            "params",
+            "select",
+            "tuning",
+            "adapt",
+            "adapt_every",
+        ),
     )
     disable = r.string_list(t, "collectives", "disable")
     for d in disable:
@@ -344,6 +354,8 @@ def _collective_settings(r: Reader, value: Any, path: Path) -> CollectiveSetting
         params=(path.parent / params) if params else None,
         select=r.choice(t, "collectives", "select", "model", COLLECTIVE_SELECTIONS),
         tuning=(path.parent / tuning) if tuning else None,
+        adapt=r.boolean(t, "collectives", "adapt", False),
+        adapt_every=r.integer(t, "collectives", "adapt_every", 8, 1, 1000),
     )
 
 

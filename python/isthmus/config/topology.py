@@ -115,6 +115,10 @@ class CollectiveSettings:
     # "model": ours only where predicted faster than the MPI's own; "always": wherever it applies
     select: str = "model"
     tuning: Path | None = None  # measured choices (isthmus coll tune); they win over the model
+    # live adaptation (src/coll/hier_adapt.c): the choices follow a changing wide area,
+    # checked every adapt_every decided calls
+    adapt: bool = False
+    adapt_every: int = 8
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,8 @@ COLLECTIVE_VARIABLES = (
     "ISTHMUS_COLL_SELECT",
     "ISTHMUS_COLL_TUNING",
     "ISTHMUS_PLOGP",
+    "ISTHMUS_ADAPT",
+    "ISTHMUS_ADAPT_EVERY",
 )
 
 
@@ -127,6 +129,9 @@ def collective_environment(platform: Platform, workdir: Path) -> dict[str, str]:
         env["ISTHMUS_COLL_LOG"] = "1"
     if c.select != "model":
         env["ISTHMUS_COLL_SELECT"] = c.select
+    if c.adapt:
+        env["ISTHMUS_ADAPT"] = "1"
+        env["ISTHMUS_ADAPT_EVERY"] = str(c.adapt_every)
     if c.tuning is not None:
         if not c.tuning.is_file():
             raise UserError(f"collectives.tuning: {c.tuning}: no such file (isthmus coll tune)")

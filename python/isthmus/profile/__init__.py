@@ -22,7 +22,7 @@ from rich.table import Table
 from isthmus import records
 from isthmus.config.units import format_size
 from isthmus.errors import UserError
-from isthmus.profile import discovery, forwarders
+from isthmus.profile import adaptation, discovery, forwarders
 
 SCHEMA = "isthmus-profile"
 VERSION = 1
@@ -208,6 +208,7 @@ def show(p: Profile, console: Console) -> None:
         )
 
     discovery.show(d, console)
+    adaptation.show(d, console)
 
     ranks = Table(title="Time per rank (application time: MPI_Init to MPI_Finalize)")
     for col in ("rank", "cluster", "host", "app s", "MPI s", "MPI %"):

@@ -16,7 +16,7 @@ static int use_split(const struct ist_hier *h, int count, MPI_Datatype type)
     if (h->algorithm == IST_ALG_SPLIT) return count >= h->nclusters;
     if (h->algorithm == IST_ALG_DIRECT || count < h->nclusters) return 0;
     const long size = ist_type_bytes(1, type);
-    const struct ist_plogp_class *w = &ist_hier_model()->wan;
+    const struct ist_plogp_class *w = &h->model->wan;
     double m = (double)count * size;
     double direct = w->L + ist_plogp_at(w, w->g, m);
     /* split's phases overlap (allreduce_split.c): the second waits for the first's

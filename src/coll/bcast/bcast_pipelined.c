@@ -14,7 +14,7 @@ struct ist_bcast_shape ist_bcast_pipelined(struct ist_hier *h, long bytes)
 {
     for (int i = 0; i < IST_SHAPE_CACHE; i++)
         if (h->shapes[i].shape.segments > 0 && h->shapes[i].bytes == bytes) return h->shapes[i].shape;
-    struct ist_bcast_shape s = ist_bcast_best_pipelined_under(ist_hier_model(), h->nclusters, h->max_count,
+    struct ist_bcast_shape s = ist_bcast_best_pipelined_under(h->model, h->nclusters, h->max_count,
                                                               bytes, IST_EAGER_SEGMENT);
     struct ist_shape_entry *e = &h->shapes[h->next_shape];
     h->next_shape = (h->next_shape + 1) % IST_SHAPE_CACHE;

@@ -1,0 +1,254 @@
+/* Live adaptation (layer.adapt = true: ISTHMUS_ADAPT=1): the selector's choices follow a
+ * wide area that changes while the run goes on (docs/layer.md, "Live adaptation").
+ *
+ * When: on every communicator whose calls the selector decides (hier_select.c); not on
+ * intercommunicators, communicators inside one cluster, collectives whose algorithm is
+ * forced, or communicators that span zipper sites (their way is fixed).
+ *
+ * How:
+ *  - Each call the selector decided is timed, from its decision (ist_adapt_begin) to its
+ *    return (ist_adapt_after, in the generated wrapper), and set against the time the
+ *    model predicted for the way it took. Per choice (collective and size) the first
+ *    IST_DRIFT_BASE calls give its usual log ratio (median) and spread (MAD); after them,
+ *    when each of the last IST_DRIFT_RECENT departs from it, on the same side, by more
+ *    than DRIFT_MIN and by more than DRIFT_SPREADS spreads, this rank has seen a drift.
+ *  - Every `every` calls on the communicator (ISTHMUS_ADAPT_EVERY, default 8) each rank
+ *    starts a nonblocking MAXLOC reduction of the largest slow-down and speed-up it saw,
+ *    and completes the one it started `every` calls before: all ranks learn the same at
+ *    the same call, and the reduction had the calls in between to finish, so no round
+ *    trip is added to a call's critical path. A change is followed within about
+ *    IST_DRIFT_RECENT + 2 `every` calls of each choice.
+ *  - On a drift the wide-area class is measured again between the coordinators of the
+ *    first two clusters (plogp_measure.c's method: about 7 round trips and a short train),
+ *    known on every rank after; it becomes the communicator's model, its cached choices
+ *    and broadcast shapes are made again from it (hier_select.c), and the switch is kept
+ *    for the profile: call number, cause, old and new parameters, old and new choices.
+ *  - A hierarchy built later takes its rank 0's latest measured class (one small
+ *    broadcast), so that communicators created after a change start from it and their
+ *    ranks agree.
+ * Cost when nothing changes: two clock reads and a logarithm per call, and one reduction
+ * of two (double, int) pairs every `every` calls. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "hier_adapt.h"
+#include "hier_parts.h"
+#include "topology.h"
+#include "world.h"
+
+#define DRIFT_MIN 0.405f   /* log 1.5: a change smaller than 1.5x is left alone */
+#define DRIFT_SPREADS 4.0f /* ... and one within 4 MADs of the usual ratio */
+
+struct ist_adapt {
+    long calls;            /* calls decided on this communicator */
+    MPI_Request check;     /* the reduction started at the last check */
+    struct { double v; int rank; } seen[2], agreed[2]; /* [0] slow-down, [1] speed-up */
+    struct ist_plogp own;  /* the model after a change: the layer's lan, a measured wan */
+    int owns_wan;
+    double started_us;     /* of the call under way */
+};
+
+_Thread_local struct ist_decision *ist_adapt_pending __attribute__((tls_model("initial-exec")));
+static _Thread_local struct ist_adapt *pending_state; /* the pending decision's communicator's */
+
+static int adapt_on, every = 8;
+/* This rank's latest measured wide-area class (the last switch of any communicator), for
+ * hierarchies built later, and the switches this rank recorded as a rank 0. */
+static struct ist_plogp_class latest;
+static struct ist_adapt_event events[IST_ADAPT_EVENTS];
+static int nevents, dropped_events;
+
+void ist_adapt_init(void)
+{
+    const char *on = getenv("ISTHMUS_ADAPT"), *n = getenv("ISTHMUS_ADAPT_EVERY");
+    adapt_on = on && *on && strcmp(on, "0") != 0;
+    if (n && atoi(n) > 0) every = atoi(n);
+}
+
+int ist_adapt_on(void) { return adapt_on; }
+int ist_adapt_every(void) { return every; }
+
+const struct ist_adapt_event *ist_adapt_events(int *n, int *dropped)
+{
+    *n = nevents;
+    *dropped = dropped_events;
+    return events;
+}
+
+static void free_own(struct ist_adapt *a)
+{
+    if (a->owns_wan) ist_plogp_class_free(&a->own.wan);
+    a->owns_wan = 0;
+}
+
+/* h's model becomes the layer's lan with wan (copied). */
+static void take_wan(struct ist_hier *h, const struct ist_plogp_class *wan)
+{
+    struct ist_adapt *a = h->adapt;
+    struct ist_plogp_class copy;
+    if (ist_plogp_class_copy(&copy, wan) != 0) return;
+    free_own(a);
+    a->own = (struct ist_plogp){.lan = ist_hier_model()->lan, .wan = copy};
+    snprintf(a->own.platform, sizeof a->own.platform, "measured while running");
+    a->owns_wan = 1;
+    h->model = &a->own;
+    memset(h->shapes, 0, sizeof h->shapes); /* the broadcast's shapes came from the old one */
+    h->next_shape = 0;
+}
+
+void ist_adapt_built(struct ist_hier *h)
+{
+    h->adapt = calloc(1, sizeof *h->adapt);
+    h->adapt->check = MPI_REQUEST_NULL;
+    /* rank 0's latest measured class, so that every rank of a new communicator starts
+     * from the same model: its size first, then its points */
+    int n = latest.present ? latest.n : 0;
+    ist_bcast_waiting(&n, 1, MPI_INT, 0, h->comm);
+    if (n == 0) return;
+    double L = latest.L, *pts = malloc((size_t)n * 4 * sizeof *pts);
+    for (int i = 0; h->rank == 0 && i < n; i++) {
+        pts[4 * i] = (double)latest.sizes[i];
+        pts[4 * i + 1] = latest.os[i];
+        pts[4 * i + 2] = latest.orecv[i];
+        pts[4 * i + 3] = latest.g[i];
+    }
+    ist_bcast_waiting(&L, 1, MPI_DOUBLE, 0, h->comm);
+    ist_bcast_waiting(pts, 4 * n, MPI_DOUBLE, 0, h->comm);
+    struct ist_plogp_class wan = {0};
+    if (ist_plogp_class_init(&wan, L, n) == 0) {
+        for (int i = 0; i < n; i++) {
+            wan.sizes[i] = (long)pts[4 * i];
+            wan.os[i] = pts[4 * i + 1];
+            wan.orecv[i] = pts[4 * i + 2];
+            wan.g[i] = pts[4 * i + 3];
+        }
+        take_wan(h, &wan);
+    }
+    ist_plogp_class_free(&wan);
+    free(pts);
+}
+
+void ist_adapt_forget(struct ist_hier *h)
+{
+    struct ist_adapt *a = h->adapt;
+    if (!a) return;
+    if (a->check != MPI_REQUEST_NULL) ist_wait_all(1, &a->check); /* every rank started it */
+    free_own(a);
+    free(a);
+    h->adapt = NULL;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    float a = *(const float *)x, b = *(const float *)y;
+    return (a > b) - (a < b);
+}
+
+static float median(const float *v, int n, float *sorted)
+{
+    memcpy(sorted, v, (size_t)n * sizeof *v);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_value);
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+void ist_adapt_begin(struct ist_hier *h)
+{
+    ist_adapt_pending = h->last && h->last->predicted_us > 0 ? h->last : NULL;
+    pending_state = h->adapt;
+    if (ist_adapt_pending) h->adapt->started_us = ist_now_us();
+}
+
+/* The call under way ended: its log ratio of measured over predicted time into its
+ * choice's statistics, and this rank's drift, if it sees one, into the next check. */
+void ist_adapt_observe(void)
+{
+    struct ist_decision *d = ist_adapt_pending;
+    struct ist_adapt *a = pending_state;
+    ist_adapt_pending = NULL;
+    struct ist_drift *s = &d->drift;
+    float r = (float)log(fmax(ist_now_us() - a->started_us, 0.01) / d->predicted_us);
+    float tmp[IST_DRIFT_BASE + IST_DRIFT_RECENT];
+    if (s->n < IST_DRIFT_BASE) {
+        s->log_ratio[s->n++] = r;
+        if (s->n == IST_DRIFT_BASE) {
+            s->level = median(s->log_ratio, IST_DRIFT_BASE, tmp);
+            float dev[IST_DRIFT_BASE];
+            for (int i = 0; i < IST_DRIFT_BASE; i++) dev[i] = fabsf(s->log_ratio[i] - s->level);
+            s->spread = median(dev, IST_DRIFT_BASE, tmp);
+        }
+        return;
+    }
+    s->log_ratio[IST_DRIFT_BASE + (s->n++ - IST_DRIFT_BASE) % IST_DRIFT_RECENT] = r;
+    if (s->n < IST_DRIFT_BASE + IST_DRIFT_RECENT) return;
+    /* every one of the last calls away from the usual ratio, on the same side: one slow
+     * call (a rank preempted, another root) is noise, not a change of the network */
+    const float *recent = s->log_ratio + IST_DRIFT_BASE;
+    float lo = recent[0], hi = recent[0];
+    for (int i = 1; i < IST_DRIFT_RECENT; i++) {
+        lo = fminf(lo, recent[i]);
+        hi = fmaxf(hi, recent[i]);
+    }
+    float bar = fmaxf(DRIFT_MIN, DRIFT_SPREADS * s->spread);
+    float slower = lo - s->level, faster = s->level - hi;
+    if (slower > bar && slower > a->seen[0].v) a->seen[0].v = slower;
+    if (faster > bar && faster > a->seen[1].v) a->seen[1].v = faster;
+}
+
+/* The agreed drift: the wide area measured again, the choices made again, the switch kept. */
+static void follow(struct ist_hier *h)
+{
+    struct ist_adapt *a = h->adapt;
+    const struct ist_plogp_class *before = &h->model->wan;
+    struct ist_adapt_event e = {.comm_size = h->size, .nclusters = h->nclusters, .call = a->calls};
+    e.world_rank = ist_world_rank();
+    for (int k = 0; k < 2; k++) {
+        e.factor[k] = exp(a->agreed[k].v);
+        e.seen_by[k] = a->agreed[k].v > 0 ? a->agreed[k].rank : -1;
+    }
+    e.old_L = before->L;
+    e.old_g = ist_plogp_at(before, before->g, IST_EAGER_SEGMENT);
+    double started = ist_now_us();
+    const struct ist_plogp_class *lan = &ist_hier_model()->lan;
+    double lan_or[2];
+    for (int k = 0; k < 2; k++)
+        lan_or[k] = lan->n > 0 ? ist_plogp_at(lan, lan->orecv, k ? IST_EAGER_SEGMENT : 0) : 0;
+    struct ist_plogp_class wan;
+    ist_plogp_measure_wan(h->comm, 0, h->first[1], lan->n > 0 ? lan_or : NULL, &wan);
+    if (wan.n > 0) {
+        take_wan(h, &wan);
+        ist_plogp_class_free(&latest);
+        ist_plogp_class_copy(&latest, &wan);
+        ist_plogp_class_free(&wan);
+    }
+    e.measure_seconds = (ist_now_us() - started) / 1e6;
+    e.new_L = h->model->wan.L;
+    e.new_g = ist_plogp_at(&h->model->wan, h->model->wan.g, IST_EAGER_SEGMENT);
+    struct ist_choice_change changed[IST_ADAPT_CHANGES];
+    e.nchanged = ist_hier_choose_again(h, changed, IST_ADAPT_CHANGES, &e.unchanged);
+    for (int i = 0; i < e.nchanged; i++) e.changed[i] = changed[i];
+    if (h->rank != 0) return;
+    if (nevents < IST_ADAPT_EVENTS) events[nevents++] = e;
+    else dropped_events++;
+}
+
+void ist_adapt_check(struct ist_hier *h)
+{
+    struct ist_adapt *a = h->adapt;
+    if (++a->calls % every) return;
+    if (a->check != MPI_REQUEST_NULL) {
+        ist_wait_all(1, &a->check); /* started `every` calls ago: done by now, as a rule */
+        if (a->agreed[0].v > 0 || a->agreed[1].v > 0) {
+            follow(h);
+            a->seen[0].v = a->seen[1].v = 0; /* seen against the choices just replaced */
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        a->seen[k].rank = h->rank;
+        a->agreed[k] = a->seen[k];
+    }
+    PMPI_Iallreduce(MPI_IN_PLACE, a->agreed, 2, MPI_DOUBLE_INT, MPI_MAXLOC, h->comm, &a->check);
+    a->seen[0].v = a->seen[1].v = 0;
+}
