@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 
 _NUMBER = r"(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
@@ -69,7 +70,10 @@ def parse_size(text: str | int | float) -> int:
         raise UnitError(f"unknown size unit {unit!r} in {text!r}: use B, KB, KiB, MB, MiB, GB, GiB")
     if m.group("prefix") and not m.group("base"):
         raise UnitError(f"size {text!r} needs a B after the prefix, such as '64KiB'")
-    return round(value * _PREFIX[m.group("prefix")])
+    size = value * _PREFIX[m.group("prefix")]
+    if not math.isfinite(size):
+        raise UnitError(f"size {text!r} is too large: expected at most {sys.float_info.max:g} B")
+    return round(size)
 
 
 def parse_rate(text: str | int | float) -> float:

@@ -33,6 +33,7 @@ from isthmus.records import atomic
 from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_apps as apps
 from isthmus.report import blocks_dilation as dil
+from isthmus.report import blocks_live as live
 from isthmus.report import blocks_net as net
 from isthmus.report import blocks_robustness as robustness
 from isthmus.report import render_zipper as z
@@ -111,6 +112,9 @@ BLOCKS.update(
         "adaptive/discovery": Block("adaptive/discovery", adaptive.block_discovery,
                                     adaptive.plot_discovery, "results/adaptive/discovery.png"),
         "adaptive/params": Block("adaptive/params", adaptive.block_params),
+        "adaptive/live": Block("adaptive/live", live.block_live, live.plot_live,
+                               "results/adaptive/live.png"),
+        "adaptive/live-random": Block("adaptive/live-random", live.block_random),
         "adaptive/discovery-dilated": Block("adaptive/discovery-dilated",
                                             adaptive.block_discovery),
         "robustness/soak": Block("robustness/soak", robustness.block_soak),

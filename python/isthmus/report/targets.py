@@ -17,7 +17,7 @@ from typing import Any
 
 from isthmus.config import paths
 from isthmus.report import blocks_adaptive as adaptive
-from isthmus.report import blocks_collectives, blocks_grid, results
+from isthmus.report import blocks_collectives, blocks_grid, blocks_live, results
 from isthmus.report import blocks_dilation as dilation
 from isthmus.report import blocks_robustness as robustness
 
@@ -349,6 +349,9 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "ssend-race": lambda res: Measured(*robustness.ssend_race(res)),
     "zero-counts": lambda res: Measured(*robustness.all_passed(res, "zero_counts")),
     "stress": lambda res: Measured(*robustness.all_passed(res, "zip_stress")),
+    "live-follow": lambda res: Measured(*blocks_live.follows_within(res)),
+    "live-overhead": lambda res: Measured(*blocks_live.overhead_within(res)),
+    "live-no-mismatch": lambda res: Measured(*blocks_live.no_mismatch(res)),
     "discovery-exact": lambda res: Measured(*adaptive.exact_clusters(res)),
     "discovery-budget": lambda res: Measured(*adaptive.init_budget(res)),
     "discovered-params": lambda res: Measured(*adaptive.params_within(res)),
@@ -374,26 +377,8 @@ def block() -> str:
         else:
             m = measure(res)
             verdict = "met" if m.met else "**not met**"
-        rows.append(
-            [
-                t["area"],
-                t["target"],
-                m.median,
-                m.spread,
-                m.worst,
-                t["reference"],
-                verdict,
-                f"`{t['experiment']}`",
-            ]
-        )
-    head = [
-        "area",
-        "target",
-        "measured (median)",
-        "spread",
-        "worst point",
-        "against",
-        "verdict",
-        "experiment",
-    ]
+        rows.append([t["area"], t["target"], m.median, m.spread, m.worst, t["reference"],
+                     verdict, f"`{t['experiment']}`"])  # fmt: skip
+    head = ["area", "target", "measured (median)", "spread", "worst point", "against",
+            "verdict", "experiment"]  # fmt: skip
     return results.table(head, rows, right_from=len(head))
