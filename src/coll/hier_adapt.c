@@ -29,6 +29,7 @@
  * Cost when nothing changes: two clock reads and a logarithm per call, and one reduction
  * of two (double, int) pairs every `every` calls. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,10 +57,12 @@ static _Thread_local struct ist_adapt *pending_state; /* the pending decision's 
 
 static int adapt_on, every = 8;
 /* This rank's latest measured wide-area class (the last switch of any communicator), for
- * hierarchies built later, and the switches this rank recorded as a rank 0. */
+ * hierarchies built later, and the switches this rank recorded as a rank 0; guarded, as
+ * threads may run collectives on different communicators at once. */
 static struct ist_plogp_class latest;
 static struct ist_adapt_event events[IST_ADAPT_EVENTS];
 static int nevents, dropped_events;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ist_adapt_init(void)
 {
@@ -105,16 +108,21 @@ void ist_adapt_built(struct ist_hier *h)
     h->adapt->check = MPI_REQUEST_NULL;
     /* rank 0's latest measured class, so that every rank of a new communicator starts
      * from the same model: its size first, then its points */
-    int n = latest.present ? latest.n : 0;
+    struct ist_plogp_class mine = {0};
+    pthread_mutex_lock(&lock);
+    if (h->rank == 0 && latest.present) ist_plogp_class_copy(&mine, &latest);
+    pthread_mutex_unlock(&lock);
+    int n = mine.present ? mine.n : 0;
     ist_bcast_waiting(&n, 1, MPI_INT, 0, h->comm);
-    if (n == 0) return;
-    double L = latest.L, *pts = malloc((size_t)n * 4 * sizeof *pts);
+    double L = mine.L, *pts = n ? malloc((size_t)n * 4 * sizeof *pts) : NULL;
     for (int i = 0; h->rank == 0 && i < n; i++) {
-        pts[4 * i] = (double)latest.sizes[i];
-        pts[4 * i + 1] = latest.os[i];
-        pts[4 * i + 2] = latest.orecv[i];
-        pts[4 * i + 3] = latest.g[i];
+        pts[4 * i] = (double)mine.sizes[i];
+        pts[4 * i + 1] = mine.os[i];
+        pts[4 * i + 2] = mine.orecv[i];
+        pts[4 * i + 3] = mine.g[i];
     }
+    ist_plogp_class_free(&mine);
+    if (n == 0) return;
     ist_bcast_waiting(&L, 1, MPI_DOUBLE, 0, h->comm);
     ist_bcast_waiting(pts, 4 * n, MPI_DOUBLE, 0, h->comm);
     struct ist_plogp_class wan = {0};
@@ -219,19 +227,21 @@ static void follow(struct ist_hier *h)
     ist_plogp_measure_wan(h->comm, 0, h->first[1], lan->n > 0 ? lan_or : NULL, &wan);
     if (wan.n > 0) {
         take_wan(h, &wan);
+        pthread_mutex_lock(&lock);
         ist_plogp_class_free(&latest);
         ist_plogp_class_copy(&latest, &wan);
-        ist_plogp_class_free(&wan);
+        pthread_mutex_unlock(&lock);
     }
+    ist_plogp_class_free(&wan);
     e.measure_seconds = (ist_now_us() - started) / 1e6;
     e.new_L = h->model->wan.L;
     e.new_g = ist_plogp_at(&h->model->wan, h->model->wan.g, IST_EAGER_SEGMENT);
-    struct ist_choice_change changed[IST_ADAPT_CHANGES];
-    e.nchanged = ist_hier_choose_again(h, changed, IST_ADAPT_CHANGES, &e.unchanged);
-    for (int i = 0; i < e.nchanged; i++) e.changed[i] = changed[i];
+    e.nchanged = ist_hier_choose_again(h, e.changed, IST_ADAPT_CHANGES, &e.unchanged);
     if (h->rank != 0) return;
+    pthread_mutex_lock(&lock);
     if (nevents < IST_ADAPT_EVENTS) events[nevents++] = e;
     else dropped_events++;
+    pthread_mutex_unlock(&lock);
 }
 
 void ist_adapt_check(struct ist_hier *h)

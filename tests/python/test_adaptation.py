@@ -66,15 +66,15 @@ def test_the_choices_follow_the_wan_there_and_back_and_the_profile_lists_the_swi
     the wide area again; every result matches the MPI's own; `isthmus profile show` lists
     the switches."""
     slow, fast = ["latency=20ms", "bandwidth=20Mbit/s"], ["latency=1ms", "bandwidth=1Gbit/s"]
-    done, profile = run_with_change(isthmus, mpi, tmp_path, 44, {10: slow, 30: fast})
+    done, profile = run_with_change(isthmus, mpi, tmp_path, 48, {10: slow, 30: fast})
     assert done.returncode == 0, done.stderr[-3000:]
     switches = profile["adaptation"]["switches"]
     there = [s for s in switches if s["wan_after"][0] > 10e3]
     back = [s for s in switches if s["wan_after"][0] < 5e3 and s["call"] > 30 * 4]
     assert there and back, switches
-    # within the calls of 12 iterations after each change (the detection needs 4 calls of
-    # a choice, the agreement two checks of 8 calls)
-    assert 10 * 4 < there[0]["call"] <= 22 * 4 and there[0]["slower_seen_by"] >= 0, there
-    assert 30 * 4 < back[0]["call"] <= 42 * 4 and back[0]["faster_seen_by"] >= 0, back
+    # within the calls of 14 iterations after each change (the detection needs 4 calls of
+    # a choice, the agreement two checks of 8 calls: 8 iterations, measured)
+    assert 10 * 4 < there[0]["call"] <= 24 * 4 and there[0]["slower_seen_by"] >= 0, switches
+    assert 30 * 4 < back[0]["call"] <= 44 * 4 and back[0]["faster_seen_by"] >= 0, switches
     shown = isthmus("profile", "show", str(tmp_path / "profile.json"))
     assert shown.returncode == 0 and "Live adaptation" in shown.stdout, shown.stdout

@@ -3,12 +3,7 @@
  * critical path:
  *   aggregated (alltoall_aggregated.c): one message per ordered pair of clusters, through
  *     the coordinators; the default;
- *   direct (alltoall_direct.c): every block straight to its rank; when forced, and on a
- *     communicator that spans zipper sites: there every block between sites goes through
- *     a forwarder anyway, whose flow control holds the many flows that overflowed
- *     das-4x2's wide-area queues, and the coordinators' gather and scatter are stages
- *     more (zipper-pair, 4 and 8 ranks, both MPIs: direct 0.5-0.9x aggregated's time from
- *     8 B to 1 MiB, docs/zipper.md).
+ *   direct (alltoall_direct.c): every block straight to its rank; only when forced.
  * Blocks travel packed, so that any datatypes, also different per peer, work. */
 #include <stdlib.h>
 
@@ -30,9 +25,7 @@ static struct ist_block *blocks(int n, const void *buf, const int *counts, const
 
 static int run(struct ist_hier *h, enum ist_coll_id id, struct ist_block *send, struct ist_block *recv)
 {
-    int algorithm = h->algorithm != IST_ALG_NONE ? h->algorithm
-                    : h->spans_sites             ? IST_ALG_DIRECT
-                                                 : IST_ALLTOALL_DEFAULT;
+    int algorithm = h->algorithm != IST_ALG_NONE ? h->algorithm : IST_ALLTOALL_DEFAULT;
     int direct = algorithm == IST_ALG_DIRECT;
     ist_hier_log(h, id, "%s",
                  direct ? "every block straight to its rank" : "one message per cluster pair through the coordinators");
