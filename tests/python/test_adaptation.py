@@ -33,8 +33,10 @@ def run_with_change(
            "--mpi", mpi, "--profile", str(profile), "--timeout", "3min", "--",
            str(SERIES / mpi / "series"), "--sizes", "8,65536", "--iterations", str(iterations),
            "--check-native", "--pause-at", pauses, "--go-file", str(go)]  # fmt: skip
-    run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)  # fmt: skip
+    out_file = tmp_path / "series.out"  # a file: a pipe read after stderr could fill
+    with out_file.open("w") as out_w:
+        run = subprocess.Popen(cmd, stdout=out_w, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)  # fmt: skip
     err: list[str] = []
     try:
         assert run.stderr is not None
@@ -45,8 +47,8 @@ def run_with_change(
                 done = isthmus("net", "set", "--name", name, "wan:*", *changes[it])
                 assert done.returncode == 0, done.stderr
                 Path(f"{go}.{it}").touch()
-        out = run.stdout.read() if run.stdout else ""
         run.wait(60)
+        out = out_file.read_text()
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGTERM)

@@ -197,13 +197,17 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
         str(program),
         *args,
     ]
-    child = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+    # stdout to a file: read only after stderr ends, a pipe would fill (a run prints
+    # about 100 KiB) and hold the launcher in its write
+    out_file = work / f"{step.key}.out"
+    with out_file.open("w") as out_w:
+        child = subprocess.Popen(
+            cmd, stdout=out_w, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
     changed_at: list[int] = []
     tail: list[str] = []
     try:
-        assert child.stderr is not None and child.stdout is not None
+        assert child.stderr is not None
         for line in child.stderr:
             tail = [*tail[-20:], line.rstrip()]
             if line.startswith("series: paused at "):  # the program waits for go.IT
@@ -215,8 +219,8 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
                 )
                 Path(f"{go}.{it}").touch()
                 changed_at.append(it)
-        out = child.stdout.read()
         child.wait()
+        out = out_file.read_text()
     except BaseException:
         os.killpg(child.pid, signal.SIGTERM)
         child.wait(60)
