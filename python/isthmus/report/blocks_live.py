@@ -30,7 +30,11 @@ def follow_checks(res: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {
                 **r,
-                "follows": follow is not None and follow <= FOLLOW_CALLS,
+                # came within 15% by call 50 and stayed: the phase's steady median within too
+                "follows": follow is not None
+                and follow <= FOLLOW_CALLS
+                and r["adaptive_over_best"] is not None
+                and r["adaptive_over_best"] <= WITHIN,
                 "beats_old": r["adaptive_over_old"] is not None and r["adaptive_over_old"] < 1.0,
             }
         )
@@ -77,7 +81,8 @@ def block_live(res: dict[str, Any]) -> str:
         f"Per change: the calls (of that collective and size) after it until the adaptive "
         f"layer's median of 5 calls is within {WITHIN}x of the best static choice's steady "
         "median in the new phase (the phase's first iterations left out), and the steady "
-        "medians (slowest rank's call time, median over repetitions):\n\n"
+        "medians (slowest rank's call time, median over repetitions); it follows when it "
+        f"came within by call {FOLLOW_CALLS} and its steady median is within too:\n\n"
         + table(head, body, right_from=4)
     )
     over = _rows(res, "overhead")
