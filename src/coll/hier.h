@@ -41,7 +41,10 @@ enum ist_way { IST_WAY_NATIVE, IST_WAY_OURS, IST_WAY_LINEAR };
  * counts them). */
 #define IST_DECISION_CACHE 32
 /* What live adaptation (hier_adapt.c) keeps per choice: the log of measured over
- * predicted time of the first IST_DRIFT_BASE calls, then of the last IST_DRIFT_RECENT. */
+ * predicted time of IST_DRIFT_BASE calls after the first IST_DRIFT_SKIP (which open
+ * connections and warm caches: measured, they set a usual ratio the next calls fell
+ * below, a false "faster"), then of the last IST_DRIFT_RECENT. */
+#define IST_DRIFT_SKIP 2
 #define IST_DRIFT_BASE 6
 #define IST_DRIFT_RECENT 4
 struct ist_drift {

@@ -8,16 +8,20 @@
  * How:
  *  - Each call the selector decided is timed, from its decision (ist_adapt_begin) to its
  *    return (ist_adapt_after, in the generated wrapper), and set against the time the
- *    model predicted for the way it took. Per choice (collective and size) the first
- *    IST_DRIFT_BASE calls give its usual log ratio (median) and spread (MAD); after them,
- *    when each of the last IST_DRIFT_RECENT departs from it, on the same side, by more
- *    than DRIFT_MIN and by more than DRIFT_SPREADS spreads, this rank has seen a drift.
+ *    model predicted for the way it took. Per choice (collective and size) the
+ *    IST_DRIFT_BASE calls after its first IST_DRIFT_SKIP give its usual log ratio (median)
+ *    and spread (MAD); after them, when each of the last IST_DRIFT_RECENT departs from it,
+ *    on the same side, by more than DRIFT_MIN and by more than DRIFT_SPREADS spreads, this
+ *    rank has seen a drift.
  *  - Every `every` calls on the communicator (ISTHMUS_ADAPT_EVERY, default 8) each rank
- *    starts a nonblocking MAXLOC reduction of the largest slow-down and speed-up it saw,
- *    and completes the one it started `every` calls before: all ranks learn the same at
- *    the same call, and the reduction had the calls in between to finish, so no round
- *    trip is added to a call's critical path. A change is followed within about
- *    IST_DRIFT_RECENT + 2 `every` calls of each choice.
+ *    starts two nonblocking reductions, the largest slow-down and speed-up it saw (MAXLOC)
+ *    and whether it saw one (SUM), and completes the ones it started `every` calls before:
+ *    all ranks learn the same at the same call, and the reductions had the calls in
+ *    between to finish, so no round trip is added to a call's critical path. A drift is
+ *    followed when a quorum of ranks saw it (a quarter, at least 2: one rank preempted for
+ *    a few calls on a shared core is not the network; with one rank enough, 6-11 switches
+ *    were made in runs where nothing changed, adaptive/live). A change is followed within
+ *    about IST_DRIFT_RECENT + 2 `every` calls of each choice.
  *  - On a drift the wide-area class is measured again between the coordinators of the
  *    first two clusters (plogp_measure.c's method: about 7 round trips and a short train),
  *    known on every rank after; it becomes the communicator's model, its cached choices
@@ -25,7 +29,11 @@
  *    for the profile: call number, cause, old and new parameters, old and new choices.
  *  - A hierarchy built later takes its rank 0's latest measured class (one small
  *    broadcast), so that communicators created after a change start from it and their
- *    ranks agree.
+ *    ranks agree. A change before a communicator's first calls is in its own usual ratios:
+ *    so each rank keeps the usual ratio of every choice (collective, size, communicator
+ *    size and clusters, algorithm, under one wide-area class), learnt on the first
+ *    communicator that made it, and a later communicator's usual ratio that departs from
+ *    it as a drift does is seen as one.
  * Cost when nothing changes: two clock reads and a logarithm per call, and one reduction
  * of two (double, int) pairs every `every` calls. */
 #include <math.h>
@@ -45,11 +53,13 @@
 
 struct ist_adapt {
     long calls;            /* calls decided on this communicator */
-    MPI_Request check;     /* the reduction started at the last check */
+    MPI_Request check[2];  /* the reductions started at the last check */
     struct { double v; int rank; } seen[2], agreed[2]; /* [0] slow-down, [1] speed-up */
+    int saw[2], saw_agreed[2]; /* this rank saw one; how many ranks did */
     struct ist_plogp own;  /* the model after a change: the layer's lan, a measured wan */
     int owns_wan;
     double started_us;     /* of the call under way */
+    const struct ist_hier *h;
 };
 
 _Thread_local struct ist_decision *ist_adapt_pending __attribute__((tls_model("initial-exec")));
@@ -60,8 +70,18 @@ static int adapt_on, every = 8;
  * hierarchies built later, and the switches this rank recorded as a rank 0; guarded, as
  * threads may run collectives on different communicators at once. */
 static struct ist_plogp_class latest;
-static struct ist_adapt_event events[IST_ADAPT_EVENTS];
-static int nevents, dropped_events;
+static struct ist_adapt_event events[IST_ADAPT_EVENTS]; /* the first ones: later dropped */
+static int nevents;
+/* The usual ratios learnt (the first communicator's of each choice; round robin). */
+#define USUAL_KEPT 64
+static struct usual {
+    int id, size, nclusters;
+    long bytes;
+    double wan_L, wan_g; /* the wide-area class it was learnt under */
+    char name[40];
+    float level;
+} usual[USUAL_KEPT];
+static int next_usual;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ist_adapt_init(void)
@@ -74,10 +94,9 @@ void ist_adapt_init(void)
 int ist_adapt_on(void) { return adapt_on; }
 int ist_adapt_every(void) { return every; }
 
-const struct ist_adapt_event *ist_adapt_events(int *n, int *dropped)
+const struct ist_adapt_event *ist_adapt_events(int *n)
 {
     *n = nevents;
-    *dropped = dropped_events;
     return events;
 }
 
@@ -105,7 +124,8 @@ static void take_wan(struct ist_hier *h, const struct ist_plogp_class *wan)
 void ist_adapt_built(struct ist_hier *h)
 {
     h->adapt = calloc(1, sizeof *h->adapt);
-    h->adapt->check = MPI_REQUEST_NULL;
+    h->adapt->h = h;
+    h->adapt->check[0] = h->adapt->check[1] = MPI_REQUEST_NULL;
     /* rank 0's latest measured class, so that every rank of a new communicator starts
      * from the same model: its size first, then its points */
     struct ist_plogp_class mine = {0};
@@ -143,7 +163,7 @@ void ist_adapt_forget(struct ist_hier *h)
 {
     struct ist_adapt *a = h->adapt;
     if (!a) return;
-    if (a->check != MPI_REQUEST_NULL) ist_wait_all(1, &a->check); /* every rank started it */
+    if (a->check[0] != MPI_REQUEST_NULL) ist_wait_all(2, a->check); /* every rank started them */
     free_own(a);
     free(a);
     h->adapt = NULL;
@@ -160,6 +180,39 @@ static float median(const float *v, int n, float *sorted)
     memcpy(sorted, v, (size_t)n * sizeof *v);
     qsort(sorted, (size_t)n, sizeof *sorted, by_value);
     return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+/* d's usual ratio (just learnt) against the one its choice had on the communicator that
+ * made it first, under the same wide-area class: a departure as large as a drift's is
+ * one (seen now, agreed at the next check); none known, d's becomes it. */
+static void against_usual(struct ist_adapt *a, const struct ist_decision *d)
+{
+    const struct ist_hier *h = a->h;
+    const struct ist_plogp_class *wan = &h->model->wan;
+    double g = wan->n > 0 ? ist_plogp_at(wan, wan->g, IST_EAGER_SEGMENT) : 0;
+    const struct ist_drift *s = &d->drift;
+    pthread_mutex_lock(&lock);
+    struct usual *u = NULL;
+    for (int i = 0; i < USUAL_KEPT && !u; i++)
+        if (usual[i].id == d->id && usual[i].bytes == d->bytes && usual[i].size == h->size &&
+            usual[i].nclusters == h->nclusters && usual[i].wan_L == wan->L && usual[i].wan_g == g &&
+            strcmp(usual[i].name, d->name) == 0)
+            u = &usual[i];
+    if (!u) {
+        usual[next_usual] = (struct usual){d->id, h->size, h->nclusters, d->bytes, wan->L, g, "",
+                                           s->level};
+        snprintf(usual[next_usual].name, sizeof usual[next_usual].name, "%s", d->name);
+        next_usual = (next_usual + 1) % USUAL_KEPT;
+    }
+    float then = u ? u->level : s->level;
+    pthread_mutex_unlock(&lock);
+    float bar = fmaxf(DRIFT_MIN, DRIFT_SPREADS * s->spread);
+    for (int k = 0; k < 2; k++) {
+        float away = k == 0 ? s->level - then : then - s->level;
+        if (away <= bar) continue;
+        a->saw[k] = 1;
+        if (away > a->seen[k].v) a->seen[k].v = away;
+    }
 }
 
 void ist_adapt_begin(struct ist_hier *h)
@@ -179,18 +232,24 @@ void ist_adapt_observe(void)
     struct ist_drift *s = &d->drift;
     float r = (float)log(fmax(ist_now_us() - a->started_us, 0.01) / d->predicted_us);
     float tmp[IST_DRIFT_BASE + IST_DRIFT_RECENT];
-    if (s->n < IST_DRIFT_BASE) {
-        s->log_ratio[s->n++] = r;
-        if (s->n == IST_DRIFT_BASE) {
+    if (s->n < IST_DRIFT_SKIP) {
+        s->n++;
+        return;
+    }
+    int seen = s->n++ - IST_DRIFT_SKIP; /* the calls counted */
+    if (seen < IST_DRIFT_BASE) {
+        s->log_ratio[seen] = r;
+        if (seen + 1 == IST_DRIFT_BASE) {
             s->level = median(s->log_ratio, IST_DRIFT_BASE, tmp);
             float dev[IST_DRIFT_BASE];
             for (int i = 0; i < IST_DRIFT_BASE; i++) dev[i] = fabsf(s->log_ratio[i] - s->level);
             s->spread = median(dev, IST_DRIFT_BASE, tmp);
+            against_usual(a, d);
         }
         return;
     }
-    s->log_ratio[IST_DRIFT_BASE + (s->n++ - IST_DRIFT_BASE) % IST_DRIFT_RECENT] = r;
-    if (s->n < IST_DRIFT_BASE + IST_DRIFT_RECENT) return;
+    s->log_ratio[IST_DRIFT_BASE + (seen - IST_DRIFT_BASE) % IST_DRIFT_RECENT] = r;
+    if (seen + 1 < IST_DRIFT_BASE + IST_DRIFT_RECENT) return;
     /* every one of the last calls away from the usual ratio, on the same side: one slow
      * call (a rank preempted, another root) is noise, not a change of the network */
     const float *recent = s->log_ratio + IST_DRIFT_BASE;
@@ -201,6 +260,8 @@ void ist_adapt_observe(void)
     }
     float bar = fmaxf(DRIFT_MIN, DRIFT_SPREADS * s->spread);
     float slower = lo - s->level, faster = s->level - hi;
+    if (slower > bar) a->saw[0] = 1;
+    if (faster > bar) a->saw[1] = 1;
     if (slower > bar && slower > a->seen[0].v) a->seen[0].v = slower;
     if (faster > bar && faster > a->seen[1].v) a->seen[1].v = faster;
 }
@@ -215,14 +276,15 @@ static void follow(struct ist_hier *h)
     for (int k = 0; k < 2; k++) {
         e.factor[k] = exp(a->agreed[k].v);
         e.seen_by[k] = a->agreed[k].v > 0 ? a->agreed[k].rank : -1;
+        e.ranks_seen[k] = a->saw_agreed[k];
     }
     e.old_L = before->L;
     e.old_g = ist_plogp_at(before, before->g, IST_EAGER_SEGMENT);
     double started = ist_now_us();
     const struct ist_plogp_class *lan = &ist_hier_model()->lan;
     double lan_or[2];
-    for (int k = 0; k < 2; k++)
-        lan_or[k] = lan->n > 0 ? ist_plogp_at(lan, lan->orecv, k ? IST_EAGER_SEGMENT : 0) : 0;
+    for (int k = 0; k < 2 && lan->n > 0; k++)
+        lan_or[k] = ist_plogp_at(lan, lan->orecv, k ? IST_EAGER_SEGMENT : 0);
     struct ist_plogp_class wan;
     ist_plogp_measure_wan(h->comm, 0, h->first[1], lan->n > 0 ? lan_or : NULL, &wan);
     if (wan.n > 0) {
@@ -240,25 +302,38 @@ static void follow(struct ist_hier *h)
     if (h->rank != 0) return;
     pthread_mutex_lock(&lock);
     if (nevents < IST_ADAPT_EVENTS) events[nevents++] = e;
-    else dropped_events++;
     pthread_mutex_unlock(&lock);
+}
+
+/* A drift is followed when at least this many of the communicator's ranks saw it. */
+static int quorum(int size)
+{
+    int q = size / 4 > 2 ? size / 4 : 2;
+    return q < size ? q : size;
 }
 
 void ist_adapt_check(struct ist_hier *h)
 {
     struct ist_adapt *a = h->adapt;
     if (++a->calls % every) return;
-    if (a->check != MPI_REQUEST_NULL) {
-        ist_wait_all(1, &a->check); /* started `every` calls ago: done by now, as a rule */
-        if (a->agreed[0].v > 0 || a->agreed[1].v > 0) {
+    if (a->check[0] != MPI_REQUEST_NULL) {
+        ist_wait_all(2, a->check); /* started `every` calls ago: done by now, as a rule */
+        int q = quorum(h->size), slower = a->saw_agreed[0] >= q, faster = a->saw_agreed[1] >= q;
+        if (!slower) a->agreed[0].v = 0;
+        if (!faster) a->agreed[1].v = 0;
+        if (slower || faster) {
             follow(h);
             a->seen[0].v = a->seen[1].v = 0; /* seen against the choices just replaced */
+            a->saw[0] = a->saw[1] = 0;
         }
     }
     for (int k = 0; k < 2; k++) {
         a->seen[k].rank = h->rank;
         a->agreed[k] = a->seen[k];
+        a->saw_agreed[k] = a->saw[k];
     }
-    PMPI_Iallreduce(MPI_IN_PLACE, a->agreed, 2, MPI_DOUBLE_INT, MPI_MAXLOC, h->comm, &a->check);
+    PMPI_Iallreduce(MPI_IN_PLACE, a->agreed, 2, MPI_DOUBLE_INT, MPI_MAXLOC, h->comm, &a->check[0]);
+    PMPI_Iallreduce(MPI_IN_PLACE, a->saw_agreed, 2, MPI_INT, MPI_SUM, h->comm, &a->check[1]);
     a->seen[0].v = a->seen[1].v = 0;
+    a->saw[0] = a->saw[1] = 0;
 }

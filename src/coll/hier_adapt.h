@@ -17,7 +17,8 @@ struct ist_adapt_event {
     int comm_size, nclusters;
     long call;                 /* calls the selector decided on it, this one included */
     double factor[2];          /* the agreed drift: [0] slower than usual, [1] faster (x) */
-    int seen_by[2];            /* the rank of the communicator that saw it (-1: none) */
+    int seen_by[2];            /* the rank of the communicator that saw it most (-1: none) */
+    int ranks_seen[2];         /* how many of its ranks saw one */
     double old_L, old_g;       /* the wan class before: L, g at IST_EAGER_SEGMENT (us) */
     double new_L, new_g;       /* ... after */
     double measure_seconds;    /* measuring it again took */
@@ -26,9 +27,9 @@ struct ist_adapt_event {
 };
 
 /* Whether live adaptation is on (ISTHMUS_ADAPT), its check interval (ISTHMUS_ADAPT_EVERY),
- * and the switches this rank recorded (at most IST_ADAPT_EVENTS; *dropped beyond). */
+ * and the switches this rank recorded (the first IST_ADAPT_EVENTS). */
 int ist_adapt_on(void);
 int ist_adapt_every(void);
-const struct ist_adapt_event *ist_adapt_events(int *n, int *dropped);
+const struct ist_adapt_event *ist_adapt_events(int *n);
 
 #endif

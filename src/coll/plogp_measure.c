@@ -15,7 +15,7 @@
  * the 55 ms the discovery target allows at das-4x2's 5x edge; the model carries the
  * smaller size's parameters linearly to a segment):
  *   RTT(m), os(m): ping-pongs of m bytes and a 0-byte reply, the least of REPS (across
- *          the WAN two at 0 bytes, one at m); os(m) the least time the send took;
+ *          the WAN two at 0 bytes, one at m: reps_at); os(m) the least time the send took;
  *   or(m): the receiver idles RTT(m) before receiving, so the message is there, and times
  *          the receive (the least of REPS); across the WAN the lan class's (a receive's work
  *          is the host's), measured there only when there is no local pair;
@@ -81,13 +81,22 @@ static long second_size(MPI_Comm comm, int peer, char *buf, double rtt0)
 }
 
 /* The sender's half: round trips, send overheads and trains. */
+/* Round trips the sender times at size k: across the WAN two at 0 bytes and one at the
+ * second size (after the probe), two there while the job runs, whose first may still be
+ * in TCP's slow start after an idle spell (its least sets the train's floor: measured
+ * once, it put g(16 KiB) at 1.4-2.9 ms on a 1 Gbit/s link, adaptive/live). */
+static int reps_at(int wide, int k)
+{
+    return !wide ? REPS : k == 0 || wide == 2 ? 2 : 1;
+}
+
 static void sender(MPI_Comm comm, int peer, char *buf, long *size, int wide,
                    struct measured *out)
 {
     for (int k = 0; k < 2; k++) {
         if (k == 1 && wide) size[1] = second_size(comm, peer, buf, out->rtt[0]);
         out->rtt[k] = out->os[k] = INFINITY;
-        for (int i = 0; i < (wide ? (k ? 1 : 2) : REPS); i++) {
+        for (int i = 0; i < reps_at(wide, k); i++) {
             double t0 = ist_now_us();
             exchange(1, buf, (int)size[k], peer, TAG_LOGP, comm);
             double t1 = ist_now_us();
@@ -139,10 +148,10 @@ static double train_gap(const double *arrived, int n)
 static void receiver(MPI_Comm comm, int peer, char *buf, const long *size, int wide,
                      double orecv[2])
 {
-    /* size[1] is the most the sender sends: across the WAN it may send less. Across, two
-     * round trips each: at 0 bytes twice, then the probe and one at the second size. */
+    /* size[1] is the most the sender sends: across the WAN it may send less. Across, at 0
+     * bytes the sender's round trips, then the probe's and the second size's. */
     for (int k = 0; k < 2; k++)
-        for (int i = 0; i < (wide ? 2 : REPS); i++) {
+        for (int i = 0; i < reps_at(wide, k) + (wide && k); i++) {
             exchange(0, buf, (int)size[k], peer, TAG_LOGP, comm);
             exchange(1, buf, 0, peer, TAG_LOGP, comm);
         }

@@ -248,12 +248,14 @@ static void write_adaptation(FILE *f, int n, const struct ist_adapt_event *e, co
     for (int r = 0, k = 0; r < n; r++)
         for (int i = 0; i < counts[r]; i++, k++, e++) {
             fprintf(f, "%s\n    {\"rank0\": %d, \"ranks\": %d, \"clusters\": %d, \"call\": %ld, "
-                       "\"slower\": %.3f, \"slower_seen_by\": %d, \"faster\": %.3f, "
-                       "\"faster_seen_by\": %d, \"wan_before\": [%.3f, %.3f], "
+                       "\"slower\": %.3f, \"slower_seen_by\": %d, \"slower_ranks\": %d, "
+                       "\"faster\": %.3f, \"faster_seen_by\": %d, \"faster_ranks\": %d, "
+                       "\"wan_before\": [%.3f, %.3f], "
                        "\"wan_after\": [%.3f, %.3f], \"measure_seconds\": %.6f, "
                        "\"unchanged\": %d, \"changed\": [",
                     k ? "," : "", e->world_rank, e->comm_size, e->nclusters, e->call, e->factor[0],
-                    e->seen_by[0], e->factor[1], e->seen_by[1], e->old_L, e->old_g, e->new_L,
+                    e->seen_by[0], e->ranks_seen[0], e->factor[1], e->seen_by[1],
+                    e->ranks_seen[1], e->old_L, e->old_g, e->new_L,
                     e->new_g, e->measure_seconds, e->unchanged);
             for (int c = 0; c < e->nchanged; c++) {
                 fprintf(f, "%s[\"%s\", %ld, ", c ? ", " : "", ist_coll_names[e->changed[c].id],
@@ -431,8 +433,8 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     struct site_row *sites = gather_rows(my, nsites, sizeof(struct site_row), &site_counts, comm);
     uint64_t dropped = 0;
     sum_to_0(&ist_sites_dropped, &dropped, comm);
-    int nswitches = 0, lost = 0, *switch_counts = NULL;
-    const struct ist_adapt_event *my_switches = ist_adapt_events(&nswitches, &lost);
+    int nswitches = 0, *switch_counts = NULL;
+    const struct ist_adapt_event *my_switches = ist_adapt_events(&nswitches);
     struct ist_adapt_event *switches =
         gather_rows(my_switches, nswitches, sizeof *switches, &switch_counts, comm);
 

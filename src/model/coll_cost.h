@@ -66,6 +66,9 @@ const char *ist_native_schedule(struct ist_mpi f, enum ist_coll_id id, struct is
  * median over collectives and sizes, results/collectives/README.md). */
 int ist_wan_pays(const struct ist_plogp *m);
 
+/* Whether a regular collective has a root (Bcast, Reduce, Gather, Scatter). */
+int ist_coll_rooted(enum ist_coll_id base);
+
 #define IST_CANDIDATES 4
 struct ist_candidate {
     char name[40];  /* "native" and the MPI's algorithm, or the WAN-aware algorithm */

@@ -4,59 +4,37 @@ every rank switches at the same call, and the profile lists each switch."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import ISTHMUS, MPIS, ROOT, TWO_CLUSTERS, Run
+from conftest import MPIS, TWO_CLUSTERS, Run
+from isthmus.experiment.runners._series import run_series
 
-SERIES = ROOT / "build" / "bin"
-FAST = ("--set", "wan.latency=1ms", "--set", "wan.bandwidth=1Gbit/s")
-LAYER = ("--set", "layer.collectives=isthmus", "--set", "collectives.adapt=true")
+FAST = ["wan.latency=1ms", "wan.bandwidth=1Gbit/s"]
+LAYER = ["layer.collectives=isthmus", "collectives.adapt=true"]
+
+
+SLOW = ["latency=20ms", "bandwidth=20Mbit/s"]
+BACK = ["latency=1ms", "bandwidth=1Gbit/s"]
 
 
 def run_with_change(
-    isthmus: Run, mpi: str, tmp_path: Path, iterations: int, changes: dict[int, list[str]]
-) -> tuple[subprocess.CompletedProcess[str], dict]:
-    """The series program on its own network, with `isthmus net set` at the iterations
-    given (settings per iteration); its result and its profile."""
-    name = f"ad{os.getpid() % 100000}"
-    up = isthmus("net", "up", "-p", TWO_CLUSTERS, "--name", name, *FAST)
-    assert up.returncode == 0, up.stderr
-    profile, go = tmp_path / "profile.json", tmp_path / "go"
-    pauses = ",".join(map(str, changes))
-    cmd = [str(ISTHMUS), "run", "-p", str(TWO_CLUSTERS), "--net", name, *FAST, *LAYER,
-           "--mpi", mpi, "--profile", str(profile), "--timeout", "3min", "--",
-           str(SERIES / mpi / "series"), "--sizes", "8,65536", "--iterations", str(iterations),
-           "--check-native", "--pause-at", pauses, "--go-file", str(go)]  # fmt: skip
-    out_file = tmp_path / "series.out"  # a file: a pipe read after stderr could fill
-    with out_file.open("w") as out_w:
-        run = subprocess.Popen(cmd, stdout=out_w, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)  # fmt: skip
-    err: list[str] = []
-    try:
-        assert run.stderr is not None
-        for line in run.stderr:
-            err.append(line)
-            if line.startswith("series: paused at "):  # the program waits for go.IT
-                it = int(line.split()[-1])
-                done = isthmus("net", "set", "--name", name, "wan:*", *changes[it])
-                assert done.returncode == 0, done.stderr
-                Path(f"{go}.{it}").touch()
-        run.wait(60)
-        out = out_file.read_text()
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGTERM)
-            run.wait(30)
-        isthmus("net", "down", "--name", name)
-    result = subprocess.CompletedProcess(cmd, run.returncode, out, "".join(err))
-    data = json.loads(profile.read_text()) if profile.exists() else {}
-    return result, data
+    mpi: str,
+    tmp_path: Path,
+    iterations: int,
+    changes: dict[int, list[str]],
+    hosts: int = 2,
+    on: str = "world",
+    sizes: str = "8,65536",
+) -> dict:
+    """The series program (every result checked against the MPI's own) on its own
+    network of two clusters of `hosts` ranks, with `isthmus net set` at the iterations
+    given; its calls on MPI_COMM_WORLD, a communicator made after each change, or an
+    intercommunicator (`on`)."""
+    args = ["--sizes", sizes, "--iterations", str(iterations), "--check-native", "--on", on]
+    sets = [f"clusters.east.hosts={hosts}", f"clusters.west.hosts={hosts}", *FAST]
+    return run_series(str(TWO_CLUSTERS), sets, LAYER, mpi, changes, args, tmp_path, "series", 240)
 
 
 @pytest.mark.parametrize("mpi", MPIS)
@@ -67,10 +45,9 @@ def test_the_choices_follow_the_wan_there_and_back_and_the_profile_lists_the_swi
     calls an iteration): the ranks agree on each drift within a few iterations and measure
     the wide area again; every result matches the MPI's own; `isthmus profile show` lists
     the switches."""
-    slow, fast = ["latency=20ms", "bandwidth=20Mbit/s"], ["latency=1ms", "bandwidth=1Gbit/s"]
-    done, profile = run_with_change(isthmus, mpi, tmp_path, 48, {10: slow, 30: fast})
-    assert done.returncode == 0, done.stderr[-3000:]
-    switches = profile["adaptation"]["switches"]
+    done = run_with_change(mpi, tmp_path, 48, {10: SLOW, 30: BACK})
+    assert done["status"] == 0, done["stderr"]
+    switches = done["profile"]["adaptation"]["switches"]
     there = [s for s in switches if s["wan_after"][0] > 10e3]
     back = [s for s in switches if s["wan_after"][0] < 5e3 and s["call"] > 30 * 4]
     assert there and back, switches
@@ -78,5 +55,42 @@ def test_the_choices_follow_the_wan_there_and_back_and_the_profile_lists_the_swi
     # a choice, the agreement two checks of 8 calls: 8 iterations, measured)
     assert 10 * 4 < there[0]["call"] <= 24 * 4 and there[0]["slower_seen_by"] >= 0, switches
     assert 30 * 4 < back[0]["call"] <= 44 * 4 and back[0]["faster_seen_by"] >= 0, switches
-    shown = isthmus("profile", "show", str(tmp_path / "profile.json"))
+    shown = isthmus("profile", "show", str(tmp_path / "series.profile.json"))
     assert shown.returncode == 0 and "Live adaptation" in shown.stdout, shown.stdout
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_sixteen_ranks_switch_together_and_every_result_is_right(mpi: str, tmp_path: Path) -> None:
+    """16 ranks (8 a cluster) on 2 cores: the WAN slows at iteration 10 and comes back at
+    24; every rank takes each switch at the same call (a mismatch would deadlock the run or
+    give a result other than the MPI's own), and the slow-down is followed."""
+    done = run_with_change(mpi, tmp_path, 34, {10: SLOW, 24: BACK}, hosts=8, sizes="8")
+    assert done["status"] == 0, done["stderr"]
+    switches = done["profile"]["adaptation"]["switches"]
+    assert any(s["wan_after"][0] > 10e3 and s["ranks"] == 16 for s in switches), switches
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_communicator_made_after_a_change_starts_from_the_measured_network(
+    mpi: str, tmp_path: Path
+) -> None:
+    """The calls go to a new communicator after each change (--on later): the one made
+    when the WAN went to 20 ms has the slow network in its first calls, so its own usual
+    ratios cannot show the change; against those the first communicator learnt for the
+    same choices they do, and it switches; its ranks agree (every result checked)."""
+    done = run_with_change(mpi, tmp_path, 36, {10: SLOW, 30: BACK}, on="later", sizes="8")
+    assert done["status"] == 0, done["stderr"]
+    switches = done["profile"]["adaptation"]["switches"]
+    assert any(s["wan_after"][0] > 10e3 for s in switches), switches
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_intercommunicator_calls_stay_right_while_the_network_changes(
+    mpi: str, tmp_path: Path
+) -> None:
+    """Bcast and Allreduce on an intercommunicator between the even and the odd ranks
+    (each group spanning both clusters) through two changes of the WAN: the layer leaves
+    intercommunicators to the MPI, so adaptation must neither switch nor disturb them."""
+    done = run_with_change(mpi, tmp_path, 24, {6: SLOW, 16: BACK}, on="inter", sizes="8")
+    assert done["status"] == 0, done["stderr"]
+    assert done["profile"]["adaptation"]["switches"] == []

@@ -18,7 +18,8 @@ def switches(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _cause(s: dict[str, Any]) -> str:
     parts = [
-        f"{s[way]:.1f}x {word} than usual (rank {s[f'{way}_seen_by']})"
+        f"{s[way]:.1f}x {word} than usual ({s.get(f'{way}_ranks', 1)} of {s['ranks']} ranks, "
+        f"most at rank {s[f'{way}_seen_by']})"
         for way, word in (("slower", "slower"), ("faster", "faster"))
         if s[f"{way}_seen_by"] >= 0
     ]

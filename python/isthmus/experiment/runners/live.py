@@ -37,11 +37,8 @@ checked against the MPI's own: whether any switch ever mismatched.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import statistics
-import subprocess
 import zlib
 from pathlib import Path
 from typing import Any
@@ -49,7 +46,8 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
-from isthmus.experiment.runners import dilate_args, require_platform
+from isthmus.experiment.runners import require_platform
+from isthmus.experiment.runners._series import run_series
 
 PARAMS = {
     "platform",
@@ -146,95 +144,33 @@ def _way_settings(exp: Experiment, way: str) -> list[str]:
     if way in ("adaptive", "steady-adaptive", "random"):
         return [*LAYER, "collectives.adapt=true"]
     if way == "static-new":  # the model from the network it changes to
-        new = {k.split("=")[0]: k.split("=")[1] for k in p["change"]}
-        return [*LAYER, *(f"wan.{k}={v}" for k, v in new.items())]
+        return [*LAYER, *(f"wan.{setting}" for setting in p["change"])]
     return list(LAYER)
 
 
 def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     p, spec = exp.params, step.spec
-    name = f"lv{os.getpid() % 1000}{zlib.crc32(step.key.encode()) % 1000}"
-    platform = str(paths.ROOT / p["platform"])
-    sets = [
-        x for s in [*_hosts(exp, spec.get("ranks")), *p.get("network", [])] for x in ("--set", s)
-    ]
-    way_sets = [x for s in _way_settings(exp, spec["way"]) for x in ("--set", s)]
-    plan = _plan(exp, step)
-    program = paths.build_dir() / "bin" / spec["mpi"] / "series"
-    if not program.exists():
-        raise UserError(f"{program} is missing: run 'make build'")
-    profile, go = work / f"{step.key}.profile.json", work / f"{step.key}.go"
     args = ["--sizes", str(p.get("sizes", "8,65536,1048576")), "--iterations", str(p["iterations"])]
     if spec["way"] == "random":  # every result against the MPI's own too (not timed runs)
         args.append("--check-native")
-    if plan:
-        args += ["--pause-at", ",".join(map(str, plan)), "--go-file", str(go)]
-    isthmus = str(paths.isthmus_command())
-    up = subprocess.run(
-        [isthmus, "net", "up", "-p", platform, "--name", name, *dilate_args(), *sets],
-        capture_output=True,
-        text=True,
-    )
-    if up.returncode != 0:
-        raise UserError(f"{step.label}: net up failed: {up.stderr.strip()[-300:]}")
-    cmd = [
-        isthmus,
-        "run",
-        *dilate_args(),
-        "-p",
-        platform,
-        "--net",
-        name,
-        *sets,
-        *way_sets,
-        "--mpi",
+    run = run_series(
+        str(paths.ROOT / p["platform"]),
+        [*_hosts(exp, spec.get("ranks")), *p.get("network", [])],
+        _way_settings(exp, spec["way"]),
         spec["mpi"],
-        "--profile",
-        str(profile),
-        "--timeout",
-        f"{p['timeout']:g}s",
-        "--",
-        str(program),
-        *args,
-    ]
-    # stdout to a file: read only after stderr ends, a pipe would fill (a run prints
-    # about 100 KiB) and hold the launcher in its write
-    out_file = work / f"{step.key}.out"
-    with out_file.open("w") as out_w:
-        child = subprocess.Popen(
-            cmd, stdout=out_w, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
-    changed_at: list[int] = []
-    tail: list[str] = []
-    try:
-        assert child.stderr is not None
-        for line in child.stderr:
-            tail = [*tail[-20:], line.rstrip()]
-            if line.startswith("series: paused at "):  # the program waits for go.IT
-                it = int(line.split()[-1])
-                subprocess.run(
-                    [isthmus, "net", "set", "--name", name, "wan:*", *plan[it]],
-                    capture_output=True,
-                    check=True,
-                )
-                Path(f"{go}.{it}").touch()
-                changed_at.append(it)
-        child.wait()
-        out = out_file.read_text()
-    except BaseException:
-        os.killpg(child.pid, signal.SIGTERM)
-        child.wait(60)
-        raise
-    finally:
-        subprocess.run([isthmus, "net", "down", "--name", name], capture_output=True)
-    calls = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
-    data = json.loads(profile.read_text()) if profile.exists() else {}
+        _plan(exp, step),
+        args,
+        work,
+        step.key,
+        p["timeout"],
+    )
+    calls = [json.loads(x) for x in run["out"].splitlines() if x.startswith("{")]
     return {
-        "status": child.returncode,
-        "last": "" if child.returncode == 0 else (tail or [""])[-1],
-        "changed_at": changed_at,
+        "status": run["status"],
+        "last": run["last"],
+        "changed_at": run["changed_at"],
         "calls": [[c["iteration"], c["collective"], c["bytes"], round(c["us"], 1)] for c in calls],
-        "switches": data.get("adaptation", {}).get("switches", []),
+        "switches": run["profile"].get("adaptation", {}).get("switches", []),
     }
 
 
