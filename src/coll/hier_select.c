@@ -75,7 +75,7 @@ static int predicted(struct ist_hier *h, enum ist_coll_id id, long bytes, struct
         return 1;
     }
     if (!wan_pays || h->size > COSTED_RANKS) return 0;
-    struct ist_layout l = {h->size, h->nclusters, h->cluster_of, h->host};
+    struct ist_layout l = {h->size, h->nclusters, h->cluster_of, h->host, 1};
     struct ist_choice c;
     ist_coll_choose(id, bytes, mpi, h->model, &l, &c);
     if (c.n == 0) return 0;

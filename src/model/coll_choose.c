@@ -268,11 +268,12 @@ void ist_coll_choose(enum ist_coll_id id, long bytes, struct ist_mpi f,
     struct ist_sched s;
     char name[40];
     /* the MPI's own by the call's own rules (a v-form's may differ from its regular form's).
-     * A rooted one is costed as the mean over its roots: its trees are laid out from the
-     * root, so how often they cross the wide area depends on it, and one choice serves
-     * every root (from root 0 alone, a Bcast whose root went round 8 ranks ran the MPI's
-     * binomial tree 2.7-3.0x slower than the two-layer one it replaced: adaptive/live) */
-    const int roots = ist_coll_rooted(base) ? l->size : 1;
+     * For the selector (l->every_root) a rooted one is costed as the mean over its roots:
+     * its trees are laid out from the root, so how often they cross the wide area depends
+     * on it, and one choice serves every root (from root 0 alone, a Bcast whose root went
+     * round 8 ranks ran the MPI's binomial tree 2.7-3.0x slower than the two-layer one it
+     * replaced: adaptive/live) */
+    const int roots = l->every_root && ist_coll_rooted(base) ? l->size : 1;
     double sum = 0;
     for (int root = 0; root < roots; root++) {
         for (int r = 0; r < l->size; r++) all[r] = (r + root) % l->size; /* root first */

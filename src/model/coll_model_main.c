@@ -77,7 +77,7 @@ int main(int argc, char **argv)
     }
     int id = ist_coll_by_name(argv[5], strlen(argv[5]));
     if (id < 0) return fail("collective", argv[5], "a collective of MPI, e.g. alltoall");
-    struct ist_layout l = {n, nclusters, cluster, host};
+    struct ist_layout l = {n, nclusters, cluster, host, 0}; /* rooted: from root 0 */
     for (int a = 6; a < argc; a++) {
         char *end;
         long bytes = strtol(argv[a], &end, 10);

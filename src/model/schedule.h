@@ -31,6 +31,8 @@ struct ist_layout {
     int nclusters;
     const int *cluster; /* rank -> cluster, 0..nclusters-1 */
     const int *host;    /* rank -> host, 0..size-1 (equal for ranks of one host) */
+    int every_root;     /* rooted collectives: 0 from root 0; 1 the mean over the roots
+                         * (the selector: one choice serves every root, coll_choose.c) */
 };
 
 struct ist_msg {

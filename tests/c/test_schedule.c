@@ -199,7 +199,7 @@ static void costs(void)
     set_class(&p.lan, 50, 0.001);  /* 1 GB/s */
     set_class(&p.wan, 5000, 0.01); /* 100 MB/s */
     int cluster[4] = {0, 0, 1, 1}, host[4] = {0, 1, 2, 3};
-    struct ist_layout l = {4, 2, cluster, host};
+    struct ist_layout l = {4, 2, cluster, host, 0};
     struct ist_sched s;
     long m = 100000;
 
@@ -232,7 +232,7 @@ static void costs(void)
 
     /* ranks on one host: a copy, no latency */
     int one_host[4] = {0, 0, 2, 2};
-    struct ist_layout shared = {4, 2, cluster, one_host};
+    struct ist_layout shared = {4, 2, cluster, one_host, 0};
     ist_sched_init(&s);
     ist_sched_msg(&s, 0, 0, 1, m, 0);
     CHECK(near(ist_sched_time(&s, &p, &shared), 1 + m / 10000.0), "same host: %g",
@@ -293,7 +293,7 @@ static void choices(void)
     set_class(&flat.lan, 50, 0.001);
     set_class(&flat.wan, 50, 0.001);
     int cluster[8] = {0, 0, 1, 1, 2, 2, 3, 3}, host[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    struct ist_layout l = {8, 4, cluster, host};
+    struct ist_layout l = {8, 4, cluster, host, 0};
     /* every candidate of every collective has a finite cost */
     for (int f = 0; f < 4; f++)
         for (int id = 0; id < IST_COLL_COUNT; id++)
@@ -425,11 +425,34 @@ static void tuning(void)
     CHECK(ist_tuning_read("/nonexistent/tuning", &t, err, sizeof err) == -1, "missing file");
 }
 
+/* The selector costs a rooted collective's MPI's own as the mean over the roots: on two
+ * clusters of 4 (block), a binomial Bcast from root 0 crosses the wide area once on its
+ * path to every rank, from root 1 on some paths twice. */
+static void every_root(void)
+{
+    struct ist_plogp far = {0};
+    set_class(&far.lan, 50, 0.001);
+    set_class(&far.wan, 10000, 0.01);
+    int cluster[8] = {0, 0, 0, 0, 1, 1, 1, 1}, host[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    struct ist_layout from0 = {8, 2, cluster, host, 0}, any = {8, 2, cluster, host, 1};
+    struct ist_mpi mpich = {IST_MPI_MPICH, 0};
+    struct ist_choice a, b;
+    ist_coll_choose(IST_COLL_BCAST, 8, mpich, &far, &from0, &a);
+    ist_coll_choose(IST_COLL_BCAST, 8, mpich, &far, &any, &b);
+    CHECK(b.c[0].time_us > 1.2 * a.c[0].time_us, "Bcast over every root %.0f us, root 0 %.0f us",
+          b.c[0].time_us, a.c[0].time_us);
+    ist_coll_choose(IST_COLL_ALLREDUCE, 8, mpich, &far, &from0, &a);
+    ist_coll_choose(IST_COLL_ALLREDUCE, 8, mpich, &far, &any, &b);
+    CHECK(b.c[0].time_us == a.c[0].time_us, "Allreduce has no root: %.0f against %.0f us",
+          b.c[0].time_us, a.c[0].time_us);
+}
+
 int main(void)
 {
     algorithms();
     costs();
     choices();
+    every_root();
     tuning();
     if (failures) fprintf(stderr, "%d failures\n", failures);
     else printf("schedules: all checks passed\n");

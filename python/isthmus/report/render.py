@@ -115,6 +115,8 @@ BLOCKS.update(
         "adaptive/live": Block("adaptive/live", live.block_live, live.plot_live,
                                "results/adaptive/live.png"),
         "adaptive/live-random": Block("adaptive/live-random", live.block_random),
+        "adaptive/live-dilated": Block("adaptive/live-dilated", live.block_live, live.plot_live,
+                                       "results/adaptive/live-dilated.png"),
         "adaptive/discovery-dilated": Block("adaptive/discovery-dilated",
                                             adaptive.block_discovery),
         "robustness/soak": Block("robustness/soak", robustness.block_soak),
