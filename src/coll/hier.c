@@ -67,7 +67,7 @@ void ist_hier_finalize(void)
     ist_hier_enabled = 0;
 }
 
-struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
+struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes, int root)
 {
     if (!ist_hier_enabled || ist_in_hier || settings.disabled[id] || comm == MPI_COMM_NULL)
         return NULL;
@@ -83,7 +83,7 @@ struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes)
     if (choose) {
         if (h->adapt) ist_adapt_check(h); /* may make the choices again, on every rank */
         way = ist_hier_way(h, id, bytes);
-        if (h->adapt) ist_adapt_begin(h);
+        if (h->adapt) ist_adapt_begin(h, root);
         if (way == IST_WAY_NATIVE) return NULL;
     }
     /* forced, or every call ours (collectives.select = always): the hierarchical one */

@@ -47,6 +47,10 @@ enum ist_way { IST_WAY_NATIVE, IST_WAY_OURS, IST_WAY_LINEAR };
 #define IST_DRIFT_SKIP 2
 #define IST_DRIFT_BASE 6
 #define IST_DRIFT_RECENT 4
+/* ... apart by where the call's root is, as a rank sees it: no root or in its cluster, in
+ * another cluster, itself (a Bcast whose root went round two clusters of 4 ran a rank's
+ * calls 6-7x slower for 4 calls, then faster for 4: false drifts both ways) */
+enum ist_root_side { IST_ROOT_NEAR, IST_ROOT_FAR, IST_ROOT_SELF, IST_ROOT_SIDES };
 struct ist_drift {
     int n;                                          /* calls observed */
     float log_ratio[IST_DRIFT_BASE + IST_DRIFT_RECENT];
@@ -58,7 +62,7 @@ struct ist_decision {
     int way;             /* an enum ist_way */
     double predicted_us; /* the model's time for that way (0: no prediction) */
     char name[40];       /* the algorithm predicted, or "native" */
-    struct ist_drift drift;
+    struct ist_drift drift[IST_ROOT_SIDES];
 };
 
 /* The last broadcast shapes chosen on a communicator, by message size. */
@@ -125,7 +129,10 @@ void ist_hier_finalize(void);
  * v-forms), or NULL when the native collective should run. Enters the hierarchical section
  * (ist_hier_leave must follow a non-NULL return). */
 #define IST_BYTES_LOCAL(b) (-1 - (b))
-struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes);
+/* A rooted collective gives its root (comm's rank): live adaptation times its calls apart
+ * by where the root is (hier_adapt.c); the others give IST_NO_ROOT. */
+#define IST_NO_ROOT (-1)
+struct ist_hier *ist_hier_enter(enum ist_coll_id id, MPI_Comm comm, long bytes, int root);
 
 /* count elements of type, in bytes; the mean of counts[] (one per rank of comm) of type,
  * or of types[] (0 on an intercommunicator, which the selector leaves to the MPI). */

@@ -8,11 +8,12 @@
  * How:
  *  - Each call the selector decided is timed, from its decision (ist_adapt_begin) to its
  *    return (ist_adapt_after, in the generated wrapper), and set against the time the
- *    model predicted for the way it took. Per choice (collective and size) the
- *    IST_DRIFT_BASE calls after its first IST_DRIFT_SKIP give its usual log ratio (median)
- *    and spread (MAD); after them, when each of the last IST_DRIFT_RECENT departs from it,
- *    on the same side, by more than DRIFT_MIN and by more than DRIFT_SPREADS spreads, this
- *    rank has seen a drift.
+ *    model predicted for the way it took. Per choice (collective and size), and for a
+ *    rooted collective per side of its root (in this rank's cluster, in another, itself),
+ *    the IST_DRIFT_BASE calls after its first IST_DRIFT_SKIP give its usual log ratio
+ *    (median) and spread (MAD); after them, when each of the last IST_DRIFT_RECENT departs
+ *    from it, on the same side, by more than DRIFT_MIN and by more than DRIFT_SPREADS
+ *    spreads, this rank has seen a drift.
  *  - Every `every` calls on the communicator (ISTHMUS_ADAPT_EVERY, default 8) each rank
  *    starts two nonblocking reductions, the largest slow-down and speed-up it saw (MAXLOC)
  *    and whether it saw one (SUM), and completes the ones it started `every` calls before:
@@ -64,6 +65,7 @@ struct ist_adapt {
 
 _Thread_local struct ist_decision *ist_adapt_pending __attribute__((tls_model("initial-exec")));
 static _Thread_local struct ist_adapt *pending_state; /* the pending decision's communicator's */
+static _Thread_local int pending_side;                /* an enum ist_root_side */
 
 static int adapt_on, every = 8;
 /* This rank's latest measured wide-area class (the last switch of any communicator), for
@@ -75,7 +77,7 @@ static int nevents;
 /* The usual ratios learnt (the first communicator's of each choice; round robin). */
 #define USUAL_KEPT 64
 static struct usual {
-    int id, size, nclusters;
+    int id, side, size, nclusters;
     long bytes;
     double wan_L, wan_g; /* the wide-area class it was learnt under */
     char name[40];
@@ -185,22 +187,23 @@ static float median(const float *v, int n, float *sorted)
 /* d's usual ratio (just learnt) against the one its choice had on the communicator that
  * made it first, under the same wide-area class: a departure as large as a drift's is
  * one (seen now, agreed at the next check); none known, d's becomes it. */
-static void against_usual(struct ist_adapt *a, const struct ist_decision *d)
+static void against_usual(struct ist_adapt *a, const struct ist_decision *d, int side)
 {
     const struct ist_hier *h = a->h;
     const struct ist_plogp_class *wan = &h->model->wan;
     double g = wan->n > 0 ? ist_plogp_at(wan, wan->g, IST_EAGER_SEGMENT) : 0;
-    const struct ist_drift *s = &d->drift;
+    const struct ist_drift *s = &d->drift[side];
     pthread_mutex_lock(&lock);
     struct usual *u = NULL;
     for (int i = 0; i < USUAL_KEPT && !u; i++)
-        if (usual[i].id == d->id && usual[i].bytes == d->bytes && usual[i].size == h->size &&
+        if (usual[i].id == d->id && usual[i].side == side && usual[i].bytes == d->bytes &&
+            usual[i].size == h->size &&
             usual[i].nclusters == h->nclusters && usual[i].wan_L == wan->L && usual[i].wan_g == g &&
             strcmp(usual[i].name, d->name) == 0)
             u = &usual[i];
     if (!u) {
-        usual[next_usual] = (struct usual){d->id, h->size, h->nclusters, d->bytes, wan->L, g, "",
-                                           s->level};
+        usual[next_usual] = (struct usual){d->id, side, h->size, h->nclusters, d->bytes, wan->L,
+                                           g, "", s->level};
         snprintf(usual[next_usual].name, sizeof usual[next_usual].name, "%s", d->name);
         next_usual = (next_usual + 1) % USUAL_KEPT;
     }
@@ -215,10 +218,14 @@ static void against_usual(struct ist_adapt *a, const struct ist_decision *d)
     }
 }
 
-void ist_adapt_begin(struct ist_hier *h)
+void ist_adapt_begin(struct ist_hier *h, int root)
 {
     ist_adapt_pending = h->last && h->last->predicted_us > 0 ? h->last : NULL;
     pending_state = h->adapt;
+    pending_side = root < 0 || root >= h->size ? IST_ROOT_NEAR
+                   : root == h->rank                                ? IST_ROOT_SELF
+                   : h->cluster_of[root] == h->my_cluster           ? IST_ROOT_NEAR
+                                                                    : IST_ROOT_FAR;
     if (ist_adapt_pending) h->adapt->started_us = ist_now_us();
 }
 
@@ -229,7 +236,7 @@ void ist_adapt_observe(void)
     struct ist_decision *d = ist_adapt_pending;
     struct ist_adapt *a = pending_state;
     ist_adapt_pending = NULL;
-    struct ist_drift *s = &d->drift;
+    struct ist_drift *s = &d->drift[pending_side];
     float r = (float)log(fmax(ist_now_us() - a->started_us, 0.01) / d->predicted_us);
     float tmp[IST_DRIFT_BASE + IST_DRIFT_RECENT];
     if (s->n < IST_DRIFT_SKIP) {
@@ -244,7 +251,7 @@ void ist_adapt_observe(void)
             float dev[IST_DRIFT_BASE];
             for (int i = 0; i < IST_DRIFT_BASE; i++) dev[i] = fabsf(s->log_ratio[i] - s->level);
             s->spread = median(dev, IST_DRIFT_BASE, tmp);
-            against_usual(a, d);
+            against_usual(a, d, pending_side);
         }
         return;
     }

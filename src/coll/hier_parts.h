@@ -43,6 +43,6 @@ void ist_adapt_forget(struct ist_hier *h);
  * on drift and, when one was seen, the wide area measured again and the choices made
  * again (collective over h). After it: the call's timing starts. */
 void ist_adapt_check(struct ist_hier *h);
-void ist_adapt_begin(struct ist_hier *h);
+void ist_adapt_begin(struct ist_hier *h, int root);
 
 #endif

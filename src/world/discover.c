@@ -10,28 +10,24 @@
  * every rank the same figures, so every rank decides the same. Local round trips are
  * those below the first gap of CONFIDENT_RATIO in their sorted list, from the smallest up
  * (the smallest class is the LAN; a slower second wide-area class above it is no cut
- * inside the clusters). With no such gap, or a gap of CUT_RATIO below it, the short round
- * trips are measured again one pair at a time (discover_measure.c), where the noise of
- * ranks taking turns on the cores is gone, and the first gap of CUT_RATIO cuts. Hosts
+ * inside the clusters). With no such gap, or a gap of CUT_RATIO below it, a spanning set
+ * of the short pairs (spanning_pairs: H - 1 at most) is measured again one pair at a time
+ * (discover_measure.c), where the noise of ranks taking turns on the cores is gone, and
+ * the first gap of CUT_RATIO among those cuts. Hosts
  * joined by a local round trip are one cluster (union-find); two groups not yet told
  * apart by a measurement, or apart by a round trip far below both's to every other group,
  * have a pair between them measured, until every two groups are apart (group()).
  *
  * Cost: about 6 wide-area round trips (an untimed exchange per pair, 3 timed ones, the
- * Allreduce's), plus a few local round trips per careful pair and as many rounds as
- * verifying takes (none when the sample held a local pair of every cluster). Limit: a
- * cluster of one host among clusters of one host has no local pair to compare with. */
-#include "discover.h"
+ * Allreduce's), plus 13 round trips per careful pair (H - 1 pairs at most, and the
+ * verifying rounds' then) and as many rounds as verifying takes (none when the sample
+ * held a local pair of every cluster). Limit: a cluster of one host among clusters of one
+ * host has no local pair to compare with. */
+#include "discover_method.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include "clock.h"
-#include "own_calls.h"
-#include "world.h"
 
 #define CUT_RATIO 2.0
 #define VERIFY_ROUNDS 8
@@ -44,6 +40,7 @@
 static struct ist_discovery found;
 
 const struct ist_discovery *ist_discovery(void) { return &found; }
+struct ist_discovery *ist_discovery_mutable(void) { return &found; }
 
 static int pair_order(const void *x, const void *y)
 {
@@ -90,6 +87,8 @@ static int by_value(const void *x, const void *y)
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
 }
+
+static int by_int(const void *x, const void *y) { return *(const int *)x - *(const int *)y; }
 
 /* Round trips below the returned value are local: the first gap of CONFIDENT_RATIO from
  * the smallest up, else the first of CUT_RATIO (found.gap: its ratio; found.unsure: the
@@ -150,13 +149,19 @@ static int suspicious(const double *d, int groups, int x, int y, const struct is
     return thirds > 0 && times < 2;
 }
 
-/* Groups of hosts joined by local round trips; returns the pairs of groups that no
- * measured pair separates, or that look suspicious (one pair of their first hosts each),
- * into *missing. */
-static int group(int hosts, const struct ist_host_pair *p, const double *rtt, int n, int *parent,
-                 struct ist_host_pair **missing)
+/* Groups of hosts joined by local round trips, below the cut: the first gap of the round
+ * trips, or after a careful round (careful: those round trips, 0 where not measured so)
+ * the first gap of the careful ones, or `limit` when they have none (all below it are then
+ * one class). Returns the pairs of groups that no measured pair separates, or that look
+ * suspicious (one pair of their first hosts each), or, after a careful round, that only a
+ * sampled round trip under `limit` separates (that pair), into *missing. */
+static int group(int hosts, const struct ist_host_pair *p, const double *rtt, const double *careful,
+                 double limit, int n, int *parent, struct ist_host_pair **missing)
 {
-    double cut = found.cut_us = local_cut(rtt, n);
+    const double *for_cut = careful;
+    double cut = local_cut(careful ? careful : rtt, n);
+    if (careful && cut == 0) cut = limit;
+    found.cut_us = cut;
     for (int h = 0; h < hosts; h++) parent[h] = h;
     for (int i = 0; i < n; i++)
         if (rtt[i] > 0 && (cut == 0 || rtt[i] < cut)) {
@@ -167,117 +172,154 @@ static int group(int hosts, const struct ist_host_pair *p, const double *rtt, in
     int *leader = malloc((size_t)hosts * sizeof *leader);
     for (int h = 0; h < hosts; h++)
         if (root_of(parent, h) == h) leader[groups++] = h;
-    /* the least measured round trip between every two groups (0: none measured) */
-    double *d = calloc((size_t)groups * (size_t)groups, sizeof *d);
+    /* the least measured round trip between every two groups (0: none measured); after a
+     * careful round (for_cut), the least careful one where there is one (noise lengthened
+     * the others), and where there is none, the sample's least pair (least[]) */
+    size_t gg = (size_t)groups * (size_t)groups;
+    double *d = calloc(gg, sizeof *d), *dc = calloc(gg, sizeof *dc);
+    int *least = calloc(gg, sizeof *least);
     int *index = malloc((size_t)hosts * sizeof *index);
     for (int g = 0; g < groups; g++) index[leader[g]] = g;
     for (int i = 0; i < n; i++) {
         int x = index[root_of(parent, p[i].a)], y = index[root_of(parent, p[i].b)];
-        if (rtt[i] > 0 && x != y && (d[x * groups + y] == 0 || rtt[i] < d[x * groups + y]))
+        if (rtt[i] <= 0 || x == y) continue;
+        if (d[x * groups + y] == 0 || rtt[i] < d[x * groups + y]) {
             d[x * groups + y] = d[y * groups + x] = rtt[i];
+            least[x * groups + y] = i;
+        }
+        if (for_cut && for_cut[i] > 0 && (dc[x * groups + y] == 0 || for_cut[i] < dc[x * groups + y]))
+            dc[x * groups + y] = dc[y * groups + x] = for_cut[i];
     }
+    for (size_t k = 0; k < gg; k++)
+        if (dc[k] > 0) d[k] = dc[k];
     int m = 0;
-    *missing = malloc((size_t)(groups * groups / 2 + 1) * sizeof **missing);
+    *missing = malloc((gg / 2 + 1) * sizeof **missing);
     for (int x = 0; x < groups; x++)
-        for (int y = x + 1; y < groups; y++)
-            if (d[x * groups + y] == 0 || suspicious(d, groups, x, y, p, n, leader))
+        for (int y = x + 1; y < groups; y++) {
+            double between = d[x * groups + y];
+            if (between == 0 || suspicious(d, groups, x, y, p, n, leader))
                 (*missing)[m++] = (struct ist_host_pair){leader[x], leader[y]};
+            else if (for_cut && dc[x * groups + y] == 0 && between < limit)
+                /* apart only by a sampled round trip, which the noise the careful round was
+                 * for may have lengthened past the cut (and out of the spanning set): that
+                 * pair carefully (MPICH, das-4x2 at the 5x edge, 8 ranks on 2 cores: local
+                 * round trips of 80 us sampled at 400-1300 us) */
+                (*missing)[m++] = p[least[x * groups + y]];
+        }
     free(leader);
     free(d);
+    free(dc);
+    free(least);
     free(index);
     return m;
 }
 
-static void keep_pairs(const int *rep, const struct ist_host_pair *p, const double *rtt, int n)
+/* The first IST_DISCOVERY_KEPT pairs measured, as host numbers (ist_discover makes them
+ * ranks). */
+static void keep_pairs(const struct ist_host_pair *p, const double *rtt, int n)
 {
     for (int i = 0; i < n && found.kept < IST_DISCOVERY_KEPT; i++) {
         if (rtt[i] <= 0) continue; /* a slot measured again: its least is in the first */
-        found.pair_rank[2 * found.kept] = rep[p[i].a];
-        found.pair_rank[2 * found.kept + 1] = rep[p[i].b];
+        found.pair_rank[2 * found.kept] = p[i].a;
+        found.pair_rank[2 * found.kept + 1] = p[i].b;
         found.pair_rtt_us[found.kept++] = rtt[i];
     }
 }
 
-/* Slots [first, n) of p measured all at once and agreed: rtt[first..n) on every rank. */
-static void measure_round(MPI_Comm comm, int me, const int *rep, const struct ist_host_pair *p, int first,
-                          int n, double *rtt)
+static const double *rtt_for_sort;
+
+static int by_rtt(const void *x, const void *y)
 {
-    double *mine = calloc((size_t)(n - first + 1), sizeof *mine);
-    if (me >= 0) ist_discover_ping(comm, me, rep, p + first, n - first, mine);
-    ist_own_Allreduce(mine, rtt + first, n - first, MPI_DOUBLE, MPI_MAX, comm);
-    free(mine);
+    double a = rtt_for_sort[*(const int *)x], b = rtt_for_sort[*(const int *)y];
+    return (a > b) - (a < b);
+}
+
+/* The pairs to measure carefully when the sample shows no clear gap: a spanning forest of
+ * the pairs below `below` (Kruskal, the shortest first: every cluster's local pairs come
+ * before the pairs between clusters, which join them by their shortest), H - 1 pairs at
+ * most instead of every short one, into slot[] (indices into p), ordered by first host
+ * (fewer hand-overs of the turn). Returns how many. */
+static int spanning_pairs(int hosts, const struct ist_host_pair *p, const double *rtt, int n,
+                          double below, int *slot)
+{
+    int *order = malloc((size_t)(n + 1) * sizeof *order), *parent = malloc((size_t)(hosts + 1) * sizeof *parent);
+    int m = 0, k = 0;
+    for (int i = 0; i < n; i++)
+        if (rtt[i] > 0 && rtt[i] < below) order[m++] = i;
+    rtt_for_sort = rtt;
+    qsort(order, (size_t)m, sizeof *order, by_rtt);
+    for (int h = 0; h < hosts; h++) parent[h] = h;
+    for (int j = 0; j < m; j++) {
+        int x = root_of(parent, p[order[j]].a), y = root_of(parent, p[order[j]].b);
+        if (x == y) continue;
+        parent[x > y ? x : y] = x < y ? x : y;
+        slot[k++] = order[j];
+    }
+    qsort(slot, (size_t)k, sizeof *slot, by_int); /* p is sorted by (a, b): slot order is */
+    free(order);
+    free(parent);
+    return k;
+}
+
+/* Slots [first, n) of p measured all at once: rtt[first..n), the same on every rank. */
+static void measure_round(const struct ist_discover_probe *probe, const struct ist_host_pair *p,
+                          int first, int n, double *rtt)
+{
+    probe->all_at_once(probe->ctx, p + first, n - first, rtt + first);
     found.rounds++;
 }
 
-static const char (*names_for_sort)[IST_DISCOVER_NAME];
-static const int *reps_for_sort;
-
-static int name_order(const void *x, const void *y)
+/* Pairs q[0..k) measured one at a time: out[], the same on every rank. */
+static void measure_carefully(const struct ist_discover_probe *probe, const struct ist_host_pair *q,
+                              int k, double *out)
 {
-    return strcmp(names_for_sort[reps_for_sort[*(const int *)x]],
-                  names_for_sort[reps_for_sort[*(const int *)y]]);
+    probe->one_at_a_time(probe->ctx, q, k, out);
+    found.careful += k;
+    found.rounds++;
 }
 
-void ist_discover(MPI_Comm comm, const char (*names)[IST_DISCOVER_NAME], const int *host_of,
-                  int *cluster_of)
+void ist_discover_hosts(int hosts, const int *by_name, const struct ist_discover_probe *probe,
+                        int *cluster)
 {
-    double start = ist_now_us();
-    int size = 0, rank = 0;
-    PMPI_Comm_size(comm, &size);
-    PMPI_Comm_rank(comm, &rank);
     memset(&found, 0, sizeof found);
     found.done = 1;
-    /* host numbers in rank order, and each host's lowest rank */
-    int *host = malloc((size_t)size * sizeof *host), *rep = malloc((size_t)size * sizeof *rep);
-    int hosts = 0;
-    for (int r = 0; r < size; r++) {
-        if (host_of[r] == r) rep[hosts++] = r;
-        host[r] = -1;
-    }
-    for (int h = 0; h < hosts; h++) host[rep[h]] = h;
-    for (int r = 0; r < size; r++) host[r] = host[host_of[r]];
     found.hosts = hosts;
-
     struct ist_host_pair *p = NULL;
-    int *by_name = malloc((size_t)(hosts + 1) * sizeof *by_name);
-    for (int h = 0; h < hosts; h++) by_name[h] = h;
-    names_for_sort = names;
-    reps_for_sort = rep;
-    qsort(by_name, (size_t)hosts, sizeof *by_name, name_order);
     int n = sample_pairs(hosts, by_name, &p);
-    free(by_name);
     double *rtt = calloc((size_t)(n + 1), sizeof *rtt);
     int *parent = malloc((size_t)(hosts + 1) * sizeof *parent);
-    int me = host_of[rank] == rank ? host[rank] : -1;
     /* the sample, all at once */
-    measure_round(comm, me, rep, p, 0, n, rtt);
+    measure_round(probe, p, 0, n, rtt);
     struct ist_host_pair *missing = NULL;
-    int m = group(hosts, p, rtt, n, parent, &missing);
+    double *clean = NULL; /* the careful round trips (0: not measured so), when there are */
+    double limit = 0;
+    int m = group(hosts, p, rtt, NULL, 0, n, parent, &missing);
     if (found.unsure > 0 && hosts > 1) {
-        /* small gaps only, or below the clear one: those pairs again, one at a time, the
-         * pairs of each group together */
-        double unsure = fmin(found.unsure, CAREFUL_MAX_US);
-        struct ist_host_pair *q = malloc((size_t)(n + 1) * sizeof *q);
-        int *slot = malloc((size_t)(n + 1) * sizeof *slot), k = 0;
-        for (int g = 0; g < hosts; g++)
-            for (int i = 0; i < n; i++)
-                if (rtt[i] < unsure && root_of(parent, p[i].a) == g) {
-                    slot[k] = i;
-                    q[k++] = p[i];
-                }
-        double *again = calloc((size_t)(k + 1), sizeof *again);
-        double *mine = calloc((size_t)(k + 1), sizeof *mine);
-        ist_discover_ping_carefully(comm, rep, q, k, mine);
-        ist_discover_agree_idly(mine, again, k, comm);
-        for (int j = 0; j < k; j++) rtt[slot[j]] = fmin(rtt[slot[j]], again[j]);
-        free(q);
+        /* small gaps only, or below the clear one: a spanning set of the short pairs again,
+         * one at a time, and the cut from those (the sample's others stay: noise only
+         * lengthens a round trip, so one below the careful cut is local); when those show
+         * no gap (the set may hold no local pair, or only local ones), every short pair */
+        limit = fmin(found.unsure, CAREFUL_MAX_US);
+        clean = calloc((size_t)(n + 1), sizeof *clean);
+        int *slot = malloc((size_t)(n + 1) * sizeof *slot);
+        for (int pass = 0; pass < 2; pass++) {
+            int k = 0;
+            if (pass == 0) k = spanning_pairs(hosts, p, rtt, n, limit, slot);
+            else if (local_cut(clean, n) == 0)
+                for (int i = 0; i < n; i++)
+                    if (clean[i] == 0 && rtt[i] < limit) slot[k++] = i;
+            if (k == 0) continue;
+            struct ist_host_pair *q = malloc((size_t)k * sizeof *q);
+            double *again = calloc((size_t)k, sizeof *again);
+            for (int j = 0; j < k; j++) q[j] = p[slot[j]];
+            measure_carefully(probe, q, k, again);
+            for (int j = 0; j < k; j++) rtt[slot[j]] = clean[slot[j]] = fmin(rtt[slot[j]], again[j]);
+            free(q);
+            free(again);
+        }
         free(slot);
-        free(again);
-        free(mine);
-        found.careful = k;
-        found.rounds++;
         free(missing);
-        m = group(hosts, p, rtt, n, parent, &missing);
+        m = group(hosts, p, rtt, clean, limit, n, parent, &missing);
     } else if (found.cut_us > 0) {
         /* a clear gap: the pairs just above it once more (a local round trip that noise
          * lengthened across the cut would split its cluster) */
@@ -293,49 +335,46 @@ void ist_discover(MPI_Comm comm, const char (*names)[IST_DISCOVER_NAME], const i
                     slot[k] = i;
                     q[k++] = p[i];
                 }
-            measure_round(comm, me, rep, q, 0, k, again);
+            measure_round(probe, q, 0, k, again);
             for (int j = 0; j < k; j++) rtt[slot[j]] = fmin(rtt[slot[j]], again[j]);
             free(q);
             free(slot);
             free(again);
             free(missing);
-            m = group(hosts, p, rtt, n, parent, &missing);
+            m = group(hosts, p, rtt, NULL, 0, n, parent, &missing);
         }
     }
-    /* every two groups apart by a measured pair, else one more pair between them */
+    /* every two groups apart by a measured pair, else one more pair between them (one at a
+     * time when the cut came from such pairs: the sample's noise is what split them) */
     for (int round = 0; m > 0 && round < VERIFY_ROUNDS; round++) {
         p = realloc(p, (size_t)(n + m) * sizeof *p);
         rtt = realloc(rtt, (size_t)(n + m) * sizeof *rtt);
         memcpy(p + n, missing, (size_t)m * sizeof *p);
-        measure_round(comm, me, rep, p, n, n + m, rtt);
+        if (clean) {
+            clean = realloc(clean, (size_t)(n + m) * sizeof *clean);
+            measure_carefully(probe, p + n, m, rtt + n);
+            memcpy(clean + n, rtt + n, (size_t)m * sizeof *clean);
+        } else {
+            measure_round(probe, p, n, n + m, rtt);
+        }
         n += m;
         free(missing);
-        m = group(hosts, p, rtt, n, parent, &missing);
+        m = group(hosts, p, rtt, clean, limit, n, parent, &missing);
     }
     free(missing);
     found.pairs = n;
-    keep_pairs(rep, p, rtt, n);
-
-    /* clusters numbered by their lowest rank */
+    keep_pairs(p, rtt, n);
+    /* clusters numbered by their lowest host */
     int *number = malloc((size_t)(hosts + 1) * sizeof *number), clusters = 0;
     for (int h = 0; h < hosts; h++) number[h] = -1;
-    for (int r = 0; r < size; r++) {
-        int g = root_of(parent, host[r]);
+    for (int h = 0; h < hosts; h++) {
+        int g = root_of(parent, h);
         if (number[g] < 0) number[g] = clusters++;
-        cluster_of[r] = number[g];
-    }
-    found.seconds = (ist_now_us() - start) / 1e6;
-    if (getenv("ISTHMUS_COLL_LOG") && rank == 0) {
-        fprintf(stderr, "isthmus: discovery: %d hosts, %d pairs in %d rounds, cut %.0f us, "
-                        "%d clusters, %.1f ms, careful %d gap %.1f; round trips (us):", hosts, n, found.rounds,
-                found.cut_us, clusters, found.seconds * 1e3, found.careful, found.gap);
-        for (int i = 0; i < n; i++) fprintf(stderr, " %d-%d:%.0f", rep[p[i].a], rep[p[i].b], rtt[i]);
-        fputc('\n', stderr);
+        cluster[h] = number[g];
     }
     free(number);
     free(parent);
+    free(clean);
     free(rtt);
     free(p);
-    free(host);
-    free(rep);
 }

@@ -1,13 +1,17 @@
 /* The round trips discovery measures (discover.c says what for): many pairs at once,
  * or one pair at a time with both hosts polling, and the waiting that keeps idle ranks
- * off the cores. Cost: see each function. */
+ * off the cores; and ist_discover, which gives discover.c's method these as its probe
+ * on the layer's communicator. Cost: see each function. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "backoff.h"
 #include "discover.h"
 #include "clock.h"
+#include "own_calls.h"
 #include "world.h"
 
 /* between tests when ranks outnumber cores: doubling from the least to the most */
@@ -201,3 +205,84 @@ void ist_discover_agree_idly(const double *mine, double *out, int n, MPI_Comm co
     }
 }
 
+
+/* The probe on the layer's communicator: this rank's host (-1: not its host's lowest
+ * rank), and every host's lowest rank. */
+struct mpi_probe {
+    MPI_Comm comm;
+    int me;
+    const int *rep;
+};
+
+static void all_at_once(void *ctx, const struct ist_host_pair *p, int n, double *rtt)
+{
+    const struct mpi_probe *m = ctx;
+    double *mine = calloc((size_t)(n + 1), sizeof *mine);
+    if (m->me >= 0) ist_discover_ping(m->comm, m->me, m->rep, p, n, mine);
+    ist_own_Allreduce(mine, rtt, n, MPI_DOUBLE, MPI_MAX, m->comm);
+    free(mine);
+}
+
+static void one_at_a_time(void *ctx, const struct ist_host_pair *q, int k, double *out)
+{
+    const struct mpi_probe *m = ctx;
+    double *mine = calloc((size_t)(k + 1), sizeof *mine);
+    ist_discover_ping_carefully(m->comm, m->rep, q, k, mine);
+    ist_discover_agree_idly(mine, out, k, m->comm);
+    free(mine);
+}
+
+static const char (*names_for_sort)[IST_DISCOVER_NAME];
+static const int *reps_for_sort;
+
+static int name_order(const void *x, const void *y)
+{
+    return strcmp(names_for_sort[reps_for_sort[*(const int *)x]],
+                  names_for_sort[reps_for_sort[*(const int *)y]]);
+}
+
+void ist_discover(MPI_Comm comm, const char (*names)[IST_DISCOVER_NAME], const int *host_of,
+                  int *cluster_of)
+{
+    double start = ist_now_us();
+    int size = 0, rank = 0;
+    PMPI_Comm_size(comm, &size);
+    PMPI_Comm_rank(comm, &rank);
+    /* host numbers in rank order, and each host's lowest rank */
+    int *host = malloc((size_t)size * sizeof *host), *rep = malloc((size_t)size * sizeof *rep);
+    int hosts = 0;
+    for (int r = 0; r < size; r++) {
+        if (host_of[r] == r) rep[hosts++] = r;
+        host[r] = -1;
+    }
+    for (int h = 0; h < hosts; h++) host[rep[h]] = h;
+    for (int r = 0; r < size; r++) host[r] = host[host_of[r]];
+    int *by_name = malloc((size_t)(hosts + 1) * sizeof *by_name);
+    int *cluster = malloc((size_t)(hosts + 1) * sizeof *cluster);
+    for (int h = 0; h < hosts; h++) by_name[h] = h;
+    names_for_sort = names;
+    reps_for_sort = rep;
+    qsort(by_name, (size_t)hosts, sizeof *by_name, name_order);
+
+    struct mpi_probe m = {comm, host_of[rank] == rank ? host[rank] : -1, rep};
+    struct ist_discover_probe probe = {all_at_once, one_at_a_time, &m};
+    ist_discover_hosts(hosts, by_name, &probe, cluster);
+    for (int r = 0; r < size; r++) cluster_of[r] = cluster[host[r]]; /* by lowest host: rank */
+
+    struct ist_discovery *found = ist_discovery_mutable();
+    for (int i = 0; i < 2 * found->kept; i++) found->pair_rank[i] = rep[found->pair_rank[i]];
+    found->seconds = (ist_now_us() - start) / 1e6;
+    if (getenv("ISTHMUS_COLL_LOG") && rank == 0) {
+        fprintf(stderr, "isthmus: discovery: %d hosts, %d pairs in %d rounds, cut %.0f us, "
+                        "%.1f ms, careful %d, gap %.1f; round trips (us):", hosts, found->pairs,
+                found->rounds, found->cut_us, found->seconds * 1e3, found->careful, found->gap);
+        for (int i = 0; i < found->kept; i++)
+            fprintf(stderr, " %d-%d:%.0f", found->pair_rank[2 * i], found->pair_rank[2 * i + 1],
+                    found->pair_rtt_us[i]);
+        fputc('\n', stderr);
+    }
+    free(by_name);
+    free(cluster);
+    free(host);
+    free(rep);
+}

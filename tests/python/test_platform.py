@@ -17,7 +17,7 @@ EXAMPLES = sorted(PLATFORMS.glob("*.toml"))
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_examples_load(path: Path) -> None:
     p = platform.load(path)
-    assert p.clusters
+    assert p.clusters or p.layer.clusters == "auto"  # site-auto: the layer finds them
 
 
 def test_two_clusters_shape() -> None:
@@ -71,6 +71,7 @@ bandwidth = "1Gbit"
 BAD = [
     ("not toml [", "not valid TOML"),
     ("", "clusters: expected at least one"),
+    ("[layer]\nclusters = 'platform'\n", 'or, on a real site, layer.clusters = "auto"'),
     (GOOD.replace('latency = "1ms"', 'latency = "1 parsec"'), "wan.latency: unknown time unit"),
     (
         GOOD.replace('latency = "1ms"', "latency = 5"),
@@ -127,6 +128,15 @@ def test_missing_file_and_bad_set(isthmus: Run) -> None:
     assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
     done = isthmus("platform", "show", PLATFORMS / "two-clusters.toml", "--set", "wan.latency=soon")
     assert done.returncode == 2 and "--set wan.latency=soon" in done.stderr
+
+
+def test_a_real_site_may_leave_the_clusters_to_discovery(isthmus: Run) -> None:
+    """With layer.clusters = "auto" a real site's file needs no [clusters]: not emulated,
+    -n gives the ranks, and `platform show` says who finds the clusters."""
+    p = platform.load(PLATFORMS / "site-auto.toml")
+    assert p.clusters == () and not p.emulated and p.layer.clusters == "auto"
+    done = isthmus("platform", "show", PLATFORMS / "site-auto.toml")
+    assert done.returncode == 0 and "finds them at MPI_Init" in done.stdout, done.stderr
 
 
 def test_show_summarizes(isthmus: Run) -> None:

@@ -71,7 +71,11 @@ def cmd_platform_show(args: argparse.Namespace) -> int:
             lan,
             link_text(c.uplink) if c.uplink else "-",
         )
-    console.print(clusters)
+    if p.clusters:
+        console.print(clusters)
+    else:
+        console.print("clusters: none given; the layer finds them at MPI_Init by measuring "
+                      "round trips (layer.clusters = \"auto\"); -n gives the ranks")  # fmt: skip
     if p.wan:
         links = Table(title="Wide-area links (one direction each)")
         links.add_column("from")

@@ -103,8 +103,14 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
         "clusters",
         top.get("clusters", {}).keys() if isinstance(top.get("clusters"), dict) else (),
     )
-    if not raw_clusters:
-        raise r.fail("clusters", "expected at least one [clusters.NAME] table")
+    layer_raw = top.get("layer", {})
+    finds_clusters = isinstance(layer_raw, dict) and layer_raw.get("clusters") == "auto"
+    if not raw_clusters and not finds_clusters:  # a real site's layer may find them all
+        raise r.fail(
+            "clusters",
+            "expected at least one [clusters.NAME] table "
+            '(or, on a real site, layer.clusters = "auto")',
+        )
     clusters = []
     lowered: dict[str, str] = {}
     for cname, value in raw_clusters.items():

@@ -176,8 +176,9 @@ class Platform:
 
     @property
     def emulated(self) -> bool:
-        """True when every cluster gives its hosts (not host-name patterns)."""
-        return all(c.hosts > 0 for c in self.clusters)
+        """True when every cluster gives its hosts (not host-name patterns); a real site
+        with no clusters at all (the layer finds them: layer.clusters = "auto") is not."""
+        return bool(self.clusters) and all(c.hosts > 0 for c in self.clusters)
 
     def cluster(self, name: str) -> Cluster:
         for c in self.clusters:

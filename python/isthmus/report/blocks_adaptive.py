@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from isthmus.report.plotting import pyplot
-from isthmus.report.results import made_by, size, table
+from isthmus.report.results import load_result, made_by, size, table
 
 
 def _ms(s: dict[str, Any]) -> str:
@@ -59,6 +59,102 @@ def plot_discovery(res: dict[str, Any], path: Path) -> None:
     ax.legend(fontsize=8)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+# Shirai, Saito and Taura's RTT-only topology inference: 15 s for 256 hosts in 4 clusters.
+RTT_INFERENCE_256_S = 15.0
+
+
+def block_growth(res: dict[str, Any]) -> str:
+    """Modelled discovery time per case and host count (runner discovery_sim), and the
+    measured one of adaptive/discovery and adaptive/discovery-dilated by ranks."""
+    rows = [
+        [
+            r["case"], str(r["hosts"]),
+            f"{r['exact']} of {r['runs']}" + ("" if r["exact"] == r["runs"] else " **no**"),
+            str(r["pairs"]), str(r["careful"]), str(r["rounds"]), _ms(r["modelled_ms"]),
+        ]
+        for r in res["rows"]
+    ]  # fmt: skip
+    head = ["case", "hosts", "platform's clusters found", "pairs", "one at a time", "rounds",
+            "modelled time, ms"]  # fmt: skip
+    out = table(head, rows, right_from=1) + "\n" + made_by(res) + "\n"
+    measured = _measured_growth()
+    if measured:
+        out += "\nMeasured here (rank 0's discovery time, median over repetitions):\n\n"
+        head = ["experiment", "case", "MPI", "ranks", "discovery, ms", "pairs (one at a time)"]
+        out += table(head, [[e, r["case"], r["mpi"], str(r["ranks"]), _ms(r["discovery_ms"]),
+                             f"{r['pairs']} ({r['careful_pairs']})"] for e, r in measured],
+                     right_from=3)  # fmt: skip
+    return out
+
+
+# adaptive/discovery's cases that show the growth with ranks (4, 8, 16)
+GROWTH_CASES = (
+    "two-clusters, block",
+    "two-clusters, 4 hosts a side (8 ranks)",
+    "two-clusters, 8 hosts a side (16 ranks)",
+    "das-4x2, block",
+    "das-4x4 (16 ranks), block",
+    "das-4x2, round-robin, WAN 100 us (5x LAN)",
+)
+
+
+def _measured_growth() -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for name in ("adaptive/discovery", "adaptive/discovery-dilated"):
+        res = load_result(name)
+        found += [(name, r) for r in (res["rows"] if res else []) if r["case"] in GROWTH_CASES]
+    return found
+
+
+def plot_growth(res: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.8), constrained_layout=True)
+    for case in dict.fromkeys(r["case"] for r in res["rows"]):
+        rows = [r for r in res["rows"] if r["case"] == case]
+        ax.plot([r["hosts"] for r in rows], [r["modelled_ms"]["median"] for r in rows],
+                marker="o", label=f"modelled: {case}")  # fmt: skip
+    for name, marker in (("adaptive/discovery", "x"), ("adaptive/discovery-dilated", "+")):
+        rows = [r for e, r in _measured_growth() if e == name]
+        if rows:
+            ax.scatter([r["ranks"] for r in rows], [r["discovery_ms"]["median"] for r in rows],
+                       marker=marker, color="black", label=f"measured: {name}")  # fmt: skip
+    ax.scatter(
+        [256],
+        [RTT_INFERENCE_256_S * 1e3],
+        marker="*",
+        s=150,
+        color="red",
+        label="RTT-only inference (Shirai, Saito, Taura): 256 hosts, 4 clusters",
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("hosts (one rank each)")
+    ax.set_ylabel("discovery time, ms")
+    ax.set_title("How discovery's time grows (isthmus experiment render)", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def growth_far_below(res: dict[str, Any]) -> tuple[str, str, str, bool]:
+    """(measured, spread, worst, met): the modelled time at 256 hosts, every case, at least
+    ten times below the RTT-only inference's 15 s."""
+    at = [r for r in res["rows"] if r["hosts"] == 256]
+    if not at:
+        return "no run at 256 hosts", "-", "-", False
+    worst = max(at, key=lambda r: r["modelled_ms"]["max"])
+    least = min(r["modelled_ms"]["min"] for r in at)
+    return (
+        ", ".join(f"{r['case']}: {r['modelled_ms']['median']:.0f} ms" for r in at),
+        f"{least:.0f}-{worst['modelled_ms']['max']:.0f} ms",
+        f"{worst['modelled_ms']['max']:.0f} ms ({worst['case']})",
+        all(
+            r["modelled_ms"]["max"] * 10 <= RTT_INFERENCE_256_S * 1e3 and r["exact"] == r["runs"]
+            for r in at
+        ),
+    )
 
 
 # ---- the targets' measurements (report/targets.py) --------------------------------------

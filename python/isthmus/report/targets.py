@@ -349,6 +349,7 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "ssend-race": lambda res: Measured(*robustness.ssend_race(res)),
     "zero-counts": lambda res: Measured(*robustness.all_passed(res, "zero_counts")),
     "stress": lambda res: Measured(*robustness.all_passed(res, "zip_stress")),
+    "discovery-growth": lambda res: Measured(*adaptive.growth_far_below(res)),
     "live-follow": lambda res: Measured(*blocks_live.follows_within(res)),
     "live-overhead": lambda res: Measured(*blocks_live.overhead_within(res)),
     "live-no-mismatch": lambda res: Measured(*blocks_live.no_mismatch(res)),

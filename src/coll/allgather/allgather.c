@@ -21,7 +21,7 @@ static int allgather(struct ist_hier *h, enum ist_coll_id id, const void *sendbu
 int ist_wan_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHER, comm, ist_type_bytes(recvcount, recvtype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHER, comm, ist_type_bytes(recvcount, recvtype), IST_NO_ROOT);
     if (!h) return 0;
     return allgather(h, IST_COLL_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
                      recvtype, answer);
@@ -31,7 +31,7 @@ int ist_wan_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype
                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                         MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHERV, comm, ist_counts_bytes(comm, recvcounts, recvtype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLGATHERV, comm, ist_counts_bytes(comm, recvcounts, recvtype), IST_NO_ROOT);
     if (!h) return 0;
     return allgather(h, IST_COLL_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
                      recvtype, answer);

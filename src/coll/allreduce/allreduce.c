@@ -29,7 +29,7 @@ static int use_split(const struct ist_hier *h, int count, MPI_Datatype type)
 int ist_wan_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLREDUCE, comm, ist_type_bytes(count, datatype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLREDUCE, comm, ist_type_bytes(count, datatype), IST_NO_ROOT);
     if (!h) return 0;
     int commute;
     PMPI_Op_commutative(op, &commute);

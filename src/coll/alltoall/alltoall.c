@@ -38,7 +38,7 @@ static int run(struct ist_hier *h, enum ist_coll_id id, struct ist_block *send, 
 int ist_wan_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLTOALL, comm, ist_type_bytes(recvcount, recvtype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_ALLTOALL, comm, ist_type_bytes(recvcount, recvtype), IST_NO_ROOT);
     if (!h) return 0;
     int in_place = sendbuf == MPI_IN_PLACE;
     return ist_answered(answer, run(h, IST_COLL_ALLTOALL, blocks(h->size, in_place ? recvbuf : sendbuf, NULL, NULL, in_place ? recvcount : sendcount,
@@ -53,7 +53,7 @@ int ist_wan_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdi
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_ALLTOALLV, comm,
         IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? ist_counts_bytes(comm, recvcounts, recvtype)
-                                                : ist_counts_bytes(comm, sendcounts, sendtype)));
+                                                : ist_counts_bytes(comm, sendcounts, sendtype)), IST_NO_ROOT);
     if (!h) return 0;
     int in_place = sendbuf == MPI_IN_PLACE;
     return ist_answered(answer, run(h, IST_COLL_ALLTOALLV, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, recvtype, NULL, 0)
@@ -68,7 +68,7 @@ int ist_wan_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdi
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_ALLTOALLW, comm,
         IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? ist_countsw_bytes(comm, recvcounts, recvtypes)
-                                                : ist_countsw_bytes(comm, sendcounts, sendtypes)));
+                                                : ist_countsw_bytes(comm, sendcounts, sendtypes)), IST_NO_ROOT);
     if (!h) return 0;
     int in_place = sendbuf == MPI_IN_PLACE;
     return ist_answered(answer, run(h, IST_COLL_ALLTOALLW, in_place ? blocks(h->size, recvbuf, recvcounts, rdispls, 0, MPI_DATATYPE_NULL, recvtypes, 1)

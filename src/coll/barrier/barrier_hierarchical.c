@@ -15,7 +15,7 @@
 
 int ist_wan_Barrier(MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_BARRIER, comm, 0);
+    struct ist_hier *h = ist_hier_enter(IST_COLL_BARRIER, comm, 0, IST_NO_ROOT);
     if (!h) return 0;
     ist_hier_log(h, IST_COLL_BARRIER, "coordinators exchange directly");
     int rc = ist_own_Barrier(h->cluster_comm); /* everyone in my cluster has arrived */

@@ -16,7 +16,7 @@
 
 int ist_wan_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_BCAST, comm, ist_type_bytes(count, datatype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_BCAST, comm, ist_type_bytes(count, datatype), root);
     if (!h) return 0;
     long bytes = ist_type_bytes(count, datatype); /* equal at every rank: signatures match */
     if (bytes == 0) return ist_hier_served(answer, MPI_SUCCESS);

@@ -29,7 +29,7 @@ int ist_wan_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_GATHER, comm,
-        sendbuf == MPI_IN_PLACE ? ist_type_bytes(recvcount, recvtype) : ist_type_bytes(sendcount, sendtype));
+        sendbuf == MPI_IN_PLACE ? ist_type_bytes(recvcount, recvtype) : ist_type_bytes(sendcount, sendtype), root);
     if (!h) return 0;
     return ist_answered(answer, gather(h, IST_COLL_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
                   recvtype, root));
@@ -40,7 +40,7 @@ int ist_wan_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
                      MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(
-        IST_COLL_GATHERV, comm, IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(sendcount, sendtype)));
+        IST_COLL_GATHERV, comm, IST_BYTES_LOCAL(sendbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(sendcount, sendtype)), root);
     if (!h) return 0;
     return ist_answered(answer, gather(h, IST_COLL_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
                   recvtype, root));

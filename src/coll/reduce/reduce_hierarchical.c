@@ -18,7 +18,7 @@
 int ist_wan_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                     MPI_Op op, int root, MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE, comm, ist_type_bytes(count, datatype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE, comm, ist_type_bytes(count, datatype), root);
     if (!h) return 0;
     int commute;
     PMPI_Op_commutative(op, &commute);

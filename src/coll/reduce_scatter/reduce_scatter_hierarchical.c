@@ -112,7 +112,7 @@ static int declines(struct ist_hier *h, MPI_Op op)
 int ist_wan_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER, comm, ist_counts_bytes(comm, recvcounts, datatype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER, comm, ist_counts_bytes(comm, recvcounts, datatype), IST_NO_ROOT);
     if (!h) return 0;
     if (declines(h, op)) return ist_hier_decline();
     ist_hier_log(h, IST_COLL_REDUCE_SCATTER, "cluster reduce, each cluster's part to it, cluster scatter");
@@ -122,7 +122,7 @@ int ist_wan_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcou
 int ist_wan_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER_BLOCK, comm, ist_type_bytes(recvcount, datatype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_REDUCE_SCATTER_BLOCK, comm, ist_type_bytes(recvcount, datatype), IST_NO_ROOT);
     if (!h) return 0;
     if (declines(h, op)) return ist_hier_decline();
     ist_hier_log(h, IST_COLL_REDUCE_SCATTER_BLOCK, "cluster reduce, each cluster's part to it, cluster scatter");

@@ -82,7 +82,7 @@ static int scan(struct ist_hier *h, const void *sendbuf, void *recvbuf, int coun
 int ist_wan_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_SCAN, comm, ist_type_bytes(count, datatype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_SCAN, comm, ist_type_bytes(count, datatype), IST_NO_ROOT);
     if (!h) return 0;
     if (!h->contiguous) return ist_hier_decline();
     ist_hier_log(h, IST_COLL_SCAN, "cluster scan, cluster totals straight to later clusters");
@@ -92,7 +92,7 @@ int ist_wan_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dat
 int ist_wan_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm, int *answer)
 {
-    struct ist_hier *h = ist_hier_enter(IST_COLL_EXSCAN, comm, ist_type_bytes(count, datatype));
+    struct ist_hier *h = ist_hier_enter(IST_COLL_EXSCAN, comm, ist_type_bytes(count, datatype), IST_NO_ROOT);
     if (!h) return 0;
     if (!h->contiguous) return ist_hier_decline();
     ist_hier_log(h, IST_COLL_EXSCAN, "cluster exscan, cluster totals straight to later clusters");

@@ -29,7 +29,7 @@ int ist_wan_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
 {
     struct ist_hier *h = ist_hier_enter(
         IST_COLL_SCATTER, comm,
-        recvbuf == MPI_IN_PLACE ? ist_type_bytes(sendcount, sendtype) : ist_type_bytes(recvcount, recvtype));
+        recvbuf == MPI_IN_PLACE ? ist_type_bytes(sendcount, sendtype) : ist_type_bytes(recvcount, recvtype), root);
     if (!h) return 0;
     return ist_answered(answer, scatter(h, IST_COLL_SCATTER, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf, recvcount,
                    recvtype, root));
@@ -40,7 +40,7 @@ int ist_wan_Scatterv(const void *sendbuf, const int sendcounts[], const int disp
                       int root, MPI_Comm comm, int *answer)
 {
     struct ist_hier *h = ist_hier_enter(
-        IST_COLL_SCATTERV, comm, IST_BYTES_LOCAL(recvbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(recvcount, recvtype)));
+        IST_COLL_SCATTERV, comm, IST_BYTES_LOCAL(recvbuf == MPI_IN_PLACE ? 0 : ist_type_bytes(recvcount, recvtype)), root);
     if (!h) return 0;
     return ist_answered(answer, scatter(h, IST_COLL_SCATTERV, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
                    recvtype, root));
