@@ -30,16 +30,16 @@ def require_platform(exp: Experiment) -> None:
         )
 
 
-def check_cases(exp: Experiment) -> list[dict[str, Any]]:
-    """params.cases: a non-empty list of tables, each with a name and a platform file of
-    the checkout (one-line errors naming the case); the list."""
+def check_cases(exp: Experiment, platform: bool = True) -> list[dict[str, Any]]:
+    """params.cases: a non-empty list of tables, each with a name and (unless platform is
+    False) a platform file of the checkout (one-line errors naming the case); the list."""
     cases = exp.params.get("cases")
     if not isinstance(cases, list) or not cases:
         raise UserError(f"{exp.path}: params.cases: expected a list of cases")
     for c in cases:
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise UserError(f"{exp.path}: params.cases: each case needs a name")
-        if not (paths.ROOT / str(c.get("platform"))).is_file():
+        if platform and not (paths.ROOT / str(c.get("platform"))).is_file():
             raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: no platform file")
     return cases
 

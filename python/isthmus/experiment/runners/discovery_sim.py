@@ -23,7 +23,7 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
-from isthmus.experiment.runners import spread_stats
+from isthmus.experiment.runners import check_cases, spread_stats
 
 PARAMS = {"hosts", "runs", "cases"}
 CASE_OPTIONS = {
@@ -45,12 +45,7 @@ def _simulator() -> Path:
 
 
 def check(exp: Experiment) -> None:
-    cases = exp.params.get("cases")
-    if not isinstance(cases, list) or not cases:
-        raise UserError(f"{exp.path}: params.cases: expected a list of cases")
-    for c in cases:
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise UserError(f"{exp.path}: params.cases: each case needs a name")
+    for c in check_cases(exp, platform=False):
         unknown = set(c) - {"name", *CASE_OPTIONS}
         if unknown:
             raise UserError(
