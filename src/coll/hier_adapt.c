@@ -197,9 +197,8 @@ static void against_usual(struct ist_adapt *a, const struct ist_decision *d, int
     struct usual *u = NULL;
     for (int i = 0; i < USUAL_KEPT && !u; i++)
         if (usual[i].id == d->id && usual[i].side == side && usual[i].bytes == d->bytes &&
-            usual[i].size == h->size &&
-            usual[i].nclusters == h->nclusters && usual[i].wan_L == wan->L && usual[i].wan_g == g &&
-            strcmp(usual[i].name, d->name) == 0)
+            usual[i].size == h->size && usual[i].nclusters == h->nclusters &&
+            usual[i].wan_L == wan->L && usual[i].wan_g == g && strcmp(usual[i].name, d->name) == 0)
             u = &usual[i];
     if (!u) {
         usual[next_usual] = (struct usual){d->id, side, h->size, h->nclusters, d->bytes, wan->L,
