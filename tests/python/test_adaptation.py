@@ -70,7 +70,7 @@ def test_sixteen_ranks_switch_together_and_every_result_is_right(mpi: str, tmp_p
     assert any(s["wan_after"][0] > 10e3 and s["ranks"] == 16 for s in switches), switches
 
 
-@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("mpi", ["mpich"])  # Open MPI: the intercommunicator test's
 def test_a_communicator_made_after_a_change_starts_from_the_measured_network(
     mpi: str, tmp_path: Path
 ) -> None:
@@ -84,7 +84,7 @@ def test_a_communicator_made_after_a_change_starts_from_the_measured_network(
     assert any(s["wan_after"][0] > 10e3 for s in switches), switches
 
 
-@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("mpi", ["openmpi"])  # MPICH: the later communicator's test
 def test_intercommunicator_calls_stay_right_while_the_network_changes(
     mpi: str, tmp_path: Path
 ) -> None:
