@@ -21,8 +21,8 @@
  *    between to finish, so no round trip is added to a call's critical path. A drift is
  *    followed when a quorum of ranks saw it (a quarter, at least 2: one rank preempted for
  *    a few calls on a shared core is not the network; with one rank enough, 6-11 switches
- *    were made in runs where nothing changed, adaptive/live). A change is followed within
- *    about IST_DRIFT_RECENT + 2 `every` calls of each choice.
+ *    were made in runs where nothing changed, adaptive/live). A change is followed once
+ *    IST_DRIFT_RECENT calls of a choice's root side depart, within two checks after.
  *  - On a drift the wide-area class is measured again between the coordinators of the
  *    first two clusters (plogp_measure.c's method: about 7 round trips and a short train),
  *    known on every rank after; it becomes the communicator's model, its cached choices

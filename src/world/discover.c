@@ -158,7 +158,6 @@ static int suspicious(const double *d, int groups, int x, int y, const struct is
 static int group(int hosts, const struct ist_host_pair *p, const double *rtt, const double *careful,
                  double limit, int n, int *parent, struct ist_host_pair **missing)
 {
-    const double *for_cut = careful;
     double cut = local_cut(careful ? careful : rtt, n);
     if (careful && cut == 0) cut = limit;
     found.cut_us = cut;
@@ -173,7 +172,7 @@ static int group(int hosts, const struct ist_host_pair *p, const double *rtt, co
     for (int h = 0; h < hosts; h++)
         if (root_of(parent, h) == h) leader[groups++] = h;
     /* the least measured round trip between every two groups (0: none measured); after a
-     * careful round (for_cut), the least careful one where there is one (noise lengthened
+     * careful round (careful), the least careful one where there is one (noise lengthened
      * the others), and where there is none, the sample's least pair (least[]) */
     size_t gg = (size_t)groups * (size_t)groups;
     double *d = calloc(gg, sizeof *d), *dc = calloc(gg, sizeof *dc);
@@ -187,8 +186,8 @@ static int group(int hosts, const struct ist_host_pair *p, const double *rtt, co
             d[x * groups + y] = d[y * groups + x] = rtt[i];
             least[x * groups + y] = i;
         }
-        if (for_cut && for_cut[i] > 0 && (dc[x * groups + y] == 0 || for_cut[i] < dc[x * groups + y]))
-            dc[x * groups + y] = dc[y * groups + x] = for_cut[i];
+        if (careful && careful[i] > 0 && (dc[x * groups + y] == 0 || careful[i] < dc[x * groups + y]))
+            dc[x * groups + y] = dc[y * groups + x] = careful[i];
     }
     for (size_t k = 0; k < gg; k++)
         if (dc[k] > 0) d[k] = dc[k];
@@ -199,7 +198,7 @@ static int group(int hosts, const struct ist_host_pair *p, const double *rtt, co
             double between = d[x * groups + y];
             if (between == 0 || suspicious(d, groups, x, y, p, n, leader))
                 (*missing)[m++] = (struct ist_host_pair){leader[x], leader[y]};
-            else if (for_cut && dc[x * groups + y] == 0 && between < limit)
+            else if (careful && dc[x * groups + y] == 0 && between < limit)
                 /* apart only by a sampled round trip, which the noise the careful round was
                  * for may have lengthened past the cut (and out of the spanning set): that
                  * pair carefully (MPICH, das-4x2 at the 5x edge, 8 ranks on 2 cores: local
