@@ -55,6 +55,7 @@ struct ist_drift {
     int n;                                          /* calls observed */
     float log_ratio[IST_DRIFT_BASE + IST_DRIFT_RECENT];
     float level, spread;                            /* of the first calls: median, MAD */
+    float away;                                     /* the largest drift seen (log) */
 };
 struct ist_decision {
     int id;

@@ -21,7 +21,14 @@
  *    between to finish, so no round trip is added to a call's critical path. A drift is
  *    followed when a quorum of ranks saw it (a quarter, at least 2: one rank preempted for
  *    a few calls on a shared core is not the network; with one rank enough, 6-11 switches
- *    were made in runs where nothing changed, adaptive/live). A change is followed once
+ *    were made in runs where nothing changed, adaptive/live) and no quorum saw the other
+ *    way: a rank's time includes its wait for the others, and when the ranks of one
+ *    cluster reach the calls first and another's last, then the other way round, the first
+ *    see slower calls and the last as much faster with nothing changed (9 false switches
+ *    in a steady dilated run), while a change of the network moves them one way. (The
+ *    least time over the ranks, the last to arrive, is no cure: in a hierarchical
+ *    Allreduce its cluster's partial result crosses the wide area to one that is already
+ *    there, and 16 ranks on 2 cores never saw a 20 ms WAN in it.) A change is followed once
  *    IST_DRIFT_RECENT calls of a choice's root side depart, within two checks after.
  *  - On a drift the wide-area class is measured again between the coordinators of the
  *    first two clusters (plogp_measure.c's method: about 7 round trips and a short train),
@@ -268,8 +275,30 @@ void ist_adapt_observe(void)
     float slower = lo - s->level, faster = s->level - hi;
     if (slower > bar) a->saw[0] = 1;
     if (faster > bar) a->saw[1] = 1;
+    if (slower > bar || faster > bar) s->away = fmaxf(s->away, fmaxf(slower, faster));
     if (slower > bar && slower > a->seen[0].v) a->seen[0].v = slower;
     if (faster > bar && faster > a->seen[1].v) a->seen[1].v = faster;
+}
+
+/* Within SAME of each other (a wide area measured again with nothing changed: L within
+ * 1.02-1.10 ms of 1.02 ms in steady dilated runs). */
+#define SAME 1.25
+static int same(double x, double y) { return x <= SAME * y && y <= SAME * x; }
+
+/* Every choice side's spread made wide enough that the largest departure from its usual
+ * ratio this rank saw as a drift is not one again; the number of choices. */
+static int widen_spreads(struct ist_hier *h)
+{
+    int n = 0;
+    for (int i = 0; i < IST_DECISION_CACHE; i++) {
+        if (!h->decisions[i].id) continue;
+        n++;
+        for (int k = 0; k < IST_ROOT_SIDES; k++) {
+            struct ist_drift *s = &h->decisions[i].drift[k];
+            s->spread = fmaxf(s->spread, 1.25f * s->away / DRIFT_SPREADS);
+        }
+    }
+    return n;
 }
 
 /* The agreed drift: the wide area measured again, the choices made again, the switch kept. */
@@ -293,18 +322,26 @@ static void follow(struct ist_hier *h)
         lan_or[k] = ist_plogp_at(lan, lan->orecv, k ? IST_EAGER_SEGMENT : 0);
     struct ist_plogp_class wan;
     ist_plogp_measure_wan(h->comm, 0, h->first[1], lan->n > 0 ? lan_or : NULL, &wan);
-    if (wan.n > 0) {
+    e.new_L = wan.n > 0 ? wan.L : e.old_L;
+    e.new_g = wan.n > 0 ? ist_plogp_at(&wan, wan.g, IST_EAGER_SEGMENT) : e.old_g;
+    if (wan.n > 0 && same(e.new_L, e.old_L) && same(e.new_g, e.old_g)) {
+        /* the network is as it was: what the ranks saw was their calls' own noise (their
+         * turns at waiting for each other), learnt as such; every rank measured the same,
+         * so every rank decides so */
+        e.measure_seconds = (ist_now_us() - started) / 1e6;
+        e.unchanged = widen_spreads(h);
+    } else if (wan.n > 0) {
         take_wan(h, &wan);
         pthread_mutex_lock(&lock);
         ist_plogp_class_free(&latest);
         ist_plogp_class_copy(&latest, &wan);
         pthread_mutex_unlock(&lock);
     }
+    if (!e.unchanged) {
+        e.measure_seconds = (ist_now_us() - started) / 1e6;
+        e.nchanged = ist_hier_choose_again(h, e.changed, IST_ADAPT_CHANGES, &e.unchanged);
+    }
     ist_plogp_class_free(&wan);
-    e.measure_seconds = (ist_now_us() - started) / 1e6;
-    e.new_L = h->model->wan.L;
-    e.new_g = ist_plogp_at(&h->model->wan, h->model->wan.g, IST_EAGER_SEGMENT);
-    e.nchanged = ist_hier_choose_again(h, e.changed, IST_ADAPT_CHANGES, &e.unchanged);
     if (h->rank != 0) return;
     pthread_mutex_lock(&lock);
     if (nevents < IST_ADAPT_EVENTS) events[nevents++] = e;
@@ -324,7 +361,9 @@ void ist_adapt_check(struct ist_hier *h)
     if (++a->calls % every) return;
     if (a->check[0] != MPI_REQUEST_NULL) {
         ist_wait_all(2, a->check); /* started `every` calls ago: done by now, as a rule */
-        int q = quorum(h->size), slower = a->saw_agreed[0] >= q, faster = a->saw_agreed[1] >= q;
+        const int q = quorum(h->size);
+        const int slower = a->saw_agreed[0] >= q && a->saw_agreed[1] < q,
+                  faster = a->saw_agreed[1] >= q && a->saw_agreed[0] < q;
         if (!slower) a->agreed[0].v = 0;
         if (!faster) a->agreed[1].v = 0;
         if (slower || faster) {

@@ -79,11 +79,13 @@ def block_live(res: dict[str, Any]) -> str:
     ]
     out = (
         f"Per change: the calls (of that collective and size) after it until the adaptive "
-        f"layer's median of 5 calls is within {WITHIN}x of the best static choice's steady "
+        f"layer's median of 5 samples is within {WITHIN}x of the best static choice's steady "
         "median in the new phase (the phase's first iterations left out), and the steady "
-        "medians (slowest rank's call time, median over repetitions); it follows when it "
-        f"came within by call {FOLLOW_CALLS} and its steady median is within too:\n\n"
-        + table(head, body, right_from=4)
+        "medians of the samples. A sample is one call's time (the slowest rank's, median "
+        "over repetitions), for Bcast the mean over one turn of its root round the ranks "
+        "(the series program moves the root each call, and a call's time depends on where "
+        f"it is). It follows when it came within by call {FOLLOW_CALLS} and its steady "
+        "median is within too:\n\n" + table(head, body, right_from=4)
     )
     over = _rows(res, "overhead")
     if over:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from isthmus.config import paths
+from isthmus.config import platform as platform_file
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
 from isthmus.experiment.runners import require_platform
@@ -187,6 +188,23 @@ def _series(outcome: dict[str, Any], coll: str, nbytes: int) -> list[float]:
     return [us for _, c, b, us in outcome["calls"] if c == coll and b == nbytes]
 
 
+def _window(exp: Experiment, coll: str) -> int:
+    """How many consecutive calls make one sample of a way's time: for Bcast, one turn of
+    its root round the ranks (series.c moves the root each iteration; a call's time depends
+    on where its root is, so a median of single calls picks one of the roots' modes: in
+    adaptive/live-dilated, a way whose calls took 41 ms and 2 ms in turn had the median 2);
+    for Allreduce, one call."""
+    if coll != "bcast":
+        return 1
+    p = exp.params
+    return platform_file.load(paths.ROOT / p["platform"], _hosts(exp, None)).total_ranks
+
+
+def _samples(calls: list[float], window: int) -> list[float]:
+    """The mean of each run of `window` consecutive calls (every start)."""
+    return [statistics.fmean(calls[i : i + window]) for i in range(len(calls) - window + 1)]
+
+
 def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
     if exp.params.get("random"):
         return _random_rows(exp, steps_, outcomes)
@@ -214,7 +232,8 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
                 {"kind": "series", "mpi": mpi, "collective": coll, "bytes": nbytes, "us": series}
             )
             if "adaptive" in series:
-                out += _phase_rows(exp, mpi, coll, nbytes, series, settle)
+                window = _window(exp, coll)
+                out += _phase_rows(exp, mpi, coll, nbytes, series, settle, window)
         if "steady-adaptive" in runs:
             out.append(_overhead_row(mpi, runs))
         out.append(
@@ -229,16 +248,23 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
 
 
 def _phase_rows(
-    exp: Experiment, mpi: str, coll: str, nbytes: int, series: dict[str, list[float]], settle: int
+    exp: Experiment,
+    mpi: str,
+    coll: str,
+    nbytes: int,
+    series: dict[str, list[float]],
+    settle: int,
+    window: int,
 ) -> list[dict[str, Any]]:
-    """Per phase: each way's steady median; after a change, the calls the adaptive way took
-    to come within 15% of the best static choice (a median of 5 calls), and its steady
-    median over the static choice for the old network."""
+    """Per phase: each way's steady time (the median of its samples, _window); after a
+    change, the calls the adaptive way took to come within 15% of the best static choice
+    (the median of 5 consecutive samples, from the change on), and its steady time over
+    the static choice for the old network."""
     rows_ = []
     statics = [w for w in ("static-old", "static-new", "native") if series.get(w)]
     for phase, lo, hi in _phases(exp):
         steady = {
-            w: statistics.median(s[lo + settle : hi])
+            w: statistics.median(_samples(s[lo + settle : hi], window))
             for w, s in series.items()
             if len(s) >= hi and not w.startswith("steady")
         }
@@ -246,9 +272,9 @@ def _phase_rows(
         follow = None
         if best_way and lo > 0:
             bar = 1.15 * steady[best_way]
-            a = series["adaptive"]
+            a = _samples(series["adaptive"][lo:hi], window)
             follow = next(
-                (i - lo for i in range(lo, hi - 4) if statistics.median(a[i : i + 5]) <= bar), None
+                (i for i in range(len(a) - 4) if statistics.median(a[i : i + 5]) <= bar), None
             )
         rows_.append(
             {
