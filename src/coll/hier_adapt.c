@@ -280,10 +280,17 @@ void ist_adapt_observe(void)
     if (faster > bar && faster > a->seen[1].v) a->seen[1].v = faster;
 }
 
-/* Within SAME of each other (a wide area measured again with nothing changed: L within
- * 1.02-1.10 ms of 1.02 ms in steady dilated runs). */
+/* Whether the wide area measured again (e) changed the way the calls drifted: L or g more
+ * than SAME times larger for a slow-down, smaller for a speed-up. Measured again with
+ * nothing changed, L came within 1.02-1.10 ms of 1.02 ms in steady dilated runs; in
+ * undilated ones, where a rank's turn on a shared core can hold one round trip, also
+ * g(16 KiB) 380 us for 136, which as a model changed the broadcast's shapes for the worse. */
 #define SAME 1.25
-static int same(double x, double y) { return x <= SAME * y && y <= SAME * x; }
+static int confirms(int slower, const struct ist_adapt_event *e)
+{
+    return slower ? e->new_L > SAME * e->old_L || e->new_g > SAME * e->old_g
+                  : SAME * e->new_L < e->old_L || SAME * e->new_g < e->old_g;
+}
 
 /* Every choice side's spread made wide enough that the largest departure from its usual
  * ratio this rank saw as a drift is not one again; the number of choices. */
@@ -301,8 +308,9 @@ static int widen_spreads(struct ist_hier *h)
     return n;
 }
 
-/* The agreed drift: the wide area measured again, the choices made again, the switch kept. */
-static void follow(struct ist_hier *h)
+/* The agreed drift (slower: a slow-down, else a speed-up): the wide area measured again,
+ * the choices made again when it confirms the drift, the switch kept. */
+static void follow(struct ist_hier *h, int slower)
 {
     struct ist_adapt *a = h->adapt;
     const struct ist_plogp_class *before = &h->model->wan;
@@ -324,10 +332,10 @@ static void follow(struct ist_hier *h)
     ist_plogp_measure_wan(h->comm, 0, h->first[1], lan->n > 0 ? lan_or : NULL, &wan);
     e.new_L = wan.n > 0 ? wan.L : e.old_L;
     e.new_g = wan.n > 0 ? ist_plogp_at(&wan, wan.g, IST_EAGER_SEGMENT) : e.old_g;
-    if (wan.n > 0 && same(e.new_L, e.old_L) && same(e.new_g, e.old_g)) {
-        /* the network is as it was: what the ranks saw was their calls' own noise (their
-         * turns at waiting for each other), learnt as such; every rank measured the same,
-         * so every rank decides so */
+    if (wan.n > 0 && !confirms(slower, &e)) {
+        /* the network is as it was, or measured changed the other way: what the ranks saw
+         * was their calls' own noise (their turns at waiting for each other), learnt as
+         * such; every rank has the same measurement, so every rank decides so */
         e.measure_seconds = (ist_now_us() - started) / 1e6;
         e.unchanged = widen_spreads(h);
     } else if (wan.n > 0) {
@@ -367,7 +375,7 @@ void ist_adapt_check(struct ist_hier *h)
         if (!slower) a->agreed[0].v = 0;
         if (!faster) a->agreed[1].v = 0;
         if (slower || faster) {
-            follow(h);
+            follow(h, slower);
             a->seen[0].v = a->seen[1].v = 0; /* seen against the choices just replaced */
             a->saw[0] = a->saw[1] = 0;
         }
