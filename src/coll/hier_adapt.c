@@ -32,9 +32,11 @@
  *    IST_DRIFT_RECENT calls of a choice's root side depart, within two checks after.
  *  - On a drift the wide-area class is measured again between the coordinators of the
  *    first two clusters (plogp_measure.c's method: about 7 round trips and a short train),
- *    known on every rank after; it becomes the communicator's model, its cached choices
- *    and broadcast shapes are made again from it (hier_select.c), and the switch is kept
- *    for the profile: call number, cause, old and new parameters, old and new choices.
+ *    known on every rank after. When it confirms the drift (confirms()) it becomes the
+ *    communicator's model and its cached choices and broadcast shapes are made again from
+ *    it (hier_select.c); when not, the model stays and each rank learns the drift as its
+ *    calls' noise (widen_spreads()). Either way the switch is kept for the profile: call
+ *    number, cause, old and new parameters, old and new choices.
  *  - A hierarchy built later takes its rank 0's latest measured class (one small
  *    broadcast), so that communicators created after a change start from it and their
  *    ranks agree. A change before a communicator's first calls is in its own usual ratios:
@@ -332,7 +334,8 @@ static void follow(struct ist_hier *h, int slower)
     ist_plogp_measure_wan(h->comm, 0, h->first[1], lan->n > 0 ? lan_or : NULL, &wan);
     e.new_L = wan.n > 0 ? wan.L : e.old_L;
     e.new_g = wan.n > 0 ? ist_plogp_at(&wan, wan.g, IST_EAGER_SEGMENT) : e.old_g;
-    if (wan.n > 0 && !confirms(slower, &e)) {
+    const int noise = wan.n > 0 && !confirms(slower, &e);
+    if (noise) {
         /* the network is as it was, or measured changed the other way: what the ranks saw
          * was their calls' own noise (their turns at waiting for each other), learnt as
          * such; every rank has the same measurement, so every rank decides so */
@@ -345,7 +348,7 @@ static void follow(struct ist_hier *h, int slower)
         ist_plogp_class_copy(&latest, &wan);
         pthread_mutex_unlock(&lock);
     }
-    if (!e.unchanged) {
+    if (!noise) {
         e.measure_seconds = (ist_now_us() - started) / 1e6;
         e.nchanged = ist_hier_choose_again(h, e.changed, IST_ADAPT_CHANGES, &e.unchanged);
     }
