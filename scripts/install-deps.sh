@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what isthmus needs on Debian 12: the two MPI implementations, compilers,
-# iproute2, SimGrid (SMPI, for comparisons), and a Python venv with pinned dependencies.
+# iproute2, SimGrid (SMPI, for comparisons), Slurm and munge (started per emulated cluster
+# by isthmus itself, never as the machine's services), and a Python venv with pinned
+# dependencies.
 # Idempotent: when everything is present it only checks (well under a second).
 #   scripts/install-deps.sh          what building and testing need, with the applications
 #                                    the demo, examples/sweeps/ and the zipper tests run
@@ -19,6 +21,7 @@ apt_packages=(
   gdb  # isthmus run prints the ranks' backtraces when a run exceeds its --timeout
   libfaketime  # dilation/interposition compares the layer's clocks with it
   lammps netpipe-openmpi netpipe-mpich2 hpcc  # applications: demo, sweeps, zipper tests
+  slurmctld slurmd slurm-client munge  # a Slurm per emulated cluster (docs/slurm.md)
 )
 if [ "${1:-}" = experiments ]; then
   # applications only experiments run (examples/sweeps/zipper-apps.toml): NWChem and

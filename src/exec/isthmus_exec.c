@@ -61,7 +61,7 @@ static void forward(int sig)
 /* The rank number as the launcher gives it, before MPI_Init. */
 static const char *rank_id(void)
 {
-    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
         const char *v = getenv(vars[i]);
         if (v && *v) return v;
@@ -76,7 +76,7 @@ static int enter_namespace(const char *list)
     char *end;
     long r = strtol(rank, &end, 10);
     if (*end || r < 0) {
-        fprintf(stderr, "isthmus-exec: rank '%s' from the launcher is not a number (expected OMPI_COMM_WORLD_RANK, PMI_RANK or PMIX_RANK)\n", rank);
+        fprintf(stderr, "isthmus-exec: rank '%s' from the launcher is not a number (expected OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID)\n", rank);
         return -1;
     }
     const char *p = list;

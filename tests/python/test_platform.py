@@ -104,6 +104,33 @@ BAD = [
         ),
         "clusters.a.lan.emulate: expected true or false",
     ),
+    (
+        GOOD.replace("hosts = 2", "hosts = 2\nlauncher = 'pbs'", 1),
+        "clusters.a.launcher: expected one of mpi, slurm",
+    ),
+    (
+        GOOD.replace("hosts = 2", "hosts = 2\nslurm = { login = 'a0' }", 1),
+        'clusters.a.slurm: only with launcher = "slurm"',
+    ),
+    (
+        GOOD.replace("hosts = 2", "hosts = 2\nlauncher = 'slurm'\nslurm = { login = 'b0' }", 1),
+        "clusters.a.slurm.login: 'b0' is no host of the cluster or of a zipper joining it",
+    ),
+    (
+        GOOD.replace(
+            "hosts = 2", "hosts = 2\nlauncher = 'slurm'\nslurm = { partition = 'a b' }", 1
+        ),
+        "clusters.a.slurm.partition: expected a partition name",
+    ),
+    (
+        GOOD.replace("hosts = 2", "hosts = 2\nlauncher = 'slurm'", 1)
+        + '[zippers.z]\nclusters = ["a", "b"]\nranks_per_host = 1\n',
+        "zippers.z.ranks_per_host: ranks on a zipper host of the Slurm cluster 'a'",
+    ),
+    (
+        "[clusters.a]\nhost_patterns = ['x*']\nlauncher = 'slurm'\n",
+        'clusters.a.launcher: "slurm" on the emulated platform only',
+    ),
 ]
 
 

@@ -18,7 +18,8 @@ from isthmus import records
 from isthmus.config import paths
 from isthmus.config.platform import Platform
 from isthmus.errors import UserError
-from isthmus.launch.run import RunRequest, run
+from isthmus.launch.run import run
+from isthmus.launch.run_record import RunRequest
 
 PROGRAMS = ("pingpong", "bw", "bibw", "coll", "logp", "bcast")
 # Record fields left out of the table (the JSON lines keep them).

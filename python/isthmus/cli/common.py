@@ -46,15 +46,15 @@ def link_text(m: platform_mod.LinkModel) -> str:
     return ", ".join(parts)
 
 
-def timeout_option(text: str | None) -> float | None:
+def timeout_option(text: str | None, option: str = "--timeout") -> float | None:
     if text is None:
         return None
     try:
         timeout = parse_duration(text)
     except UnitError as e:
-        raise UserError(f"--timeout: {e}") from None
+        raise UserError(f"{option}: {e}") from None
     if timeout <= 0:
-        raise UserError(f"--timeout {text}: expected a positive duration such as 30s or 10min")
+        raise UserError(f"{option} {text}: expected a positive duration such as 30s or 10min")
     return timeout
 
 

@@ -61,10 +61,12 @@ def _removed(items: list[str]) -> str:
     router = [i for i in items if i.startswith("router")]
     namespaces = [i for i in items if i.startswith("ist-")]
     cgroups = [i for i in items if i.startswith(str(dilation.cgroup_root()))]
+    daemons = [i for i in items if i.startswith("Slurm")]
     parts = [f"the {router[0]}"] if router else []
+    parts += [f"the {daemons[0]}"] if daemons else []
     parts += [f"{len(namespaces)} namespaces"] if namespaces else []
     parts += [f"its CPU cgroups ({cgroups[-1]})"] if cgroups else []
-    shown = len(router) + len(namespaces) + len(cgroups)
+    shown = len(router) + len(daemons) + len(namespaces) + len(cgroups)
     parts += ["its state"] if len(items) > shown else []
     head, last = ", ".join(parts[:-1]), parts[-1]
     return f"removed {head} and {last}" if head else f"removed {last}"

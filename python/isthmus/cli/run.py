@@ -13,7 +13,8 @@ from isthmus.config import paths, placement
 from isthmus.config import platform as platform_mod
 from isthmus.errors import UserError
 from isthmus.launch import zipper
-from isthmus.launch.run import RunRequest, run
+from isthmus.launch.run import run
+from isthmus.launch.run_record import RunRequest
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -36,6 +37,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides=tuple(args.set),
         profile=Path(args.profile) if args.profile else None,
         timeout=timeout,
+        coallocate_timeout=timeout_option(args.coallocate_timeout, "--coallocate-timeout"),
         net=args.net,
         emulate=not args.no_emulation,
         site=args.site,
@@ -97,6 +99,13 @@ def add(sub: Any) -> None:
     )
     rp.add_argument(
         "--timeout", metavar="DURATION", help="stop the run after this long (e.g. 10min, 30s)"
+    )
+    rp.add_argument(
+        "--coallocate-timeout",
+        metavar="DURATION",
+        default="2min",
+        help="on Slurm clusters: cancel every site's job when one has not started within "
+        "this long (default 2min; docs/slurm.md)",
     )
     rp.add_argument(
         "--net", metavar="NAME", help="use this emulated network if it is up (default: one per run)"

@@ -14,6 +14,7 @@ from typing import Any
 
 from isthmus import records
 from isthmus.config import collectives as coll_registry
+from isthmus.config.batch import BATCH_KEYS, check_logins, parse_batch
 from isthmus.config.overrides import apply_override
 from isthmus.config.reader import Reader, parse_link
 from isthmus.config.topology import (
@@ -71,6 +72,12 @@ MAX_HOSTS = 65536
 MAX_RANKS_PER_HOST = 4096
 
 
+TOP_KEYS = (
+    "name", "description", "clusters", "wan", "zippers", "io", "layer", "collectives", "tcp",
+    "emulation",
+)  # fmt: skip
+
+
 def _name_ok(name: str) -> bool:
     return bool(name) and len(name) <= 32 and name.replace("-", "").replace("_", "").isalnum()
 
@@ -78,22 +85,7 @@ def _name_ok(name: str) -> bool:
 def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
     """Check a platform given as parsed TOML; raise UserError naming the first problem."""
     r = Reader(source)
-    top = r.table(
-        raw,
-        "",
-        (
-            "name",
-            "description",
-            "clusters",
-            "wan",
-            "zippers",
-            "io",
-            "layer",
-            "collectives",
-            "tcp",
-            "emulation",
-        ),
-    )
+    top = r.table(raw, "", TOP_KEYS)
     name = top.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise r.fail("name", f"expected a non-empty string, got {name!r}")
@@ -123,7 +115,9 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
                 key, "a cluster name is letters, digits, '-' and '_', at most 32 characters"
             )
         t = r.table(
-            value, key, ("hosts", "ranks_per_host", "lan", "host_patterns", "uplink", "cores")
+            value,
+            key,
+            ("hosts", "ranks_per_host", "lan", "host_patterns", "uplink", "cores", *BATCH_KEYS),
         )
         patterns = r.string_list(t, key, "host_patterns")
         hosts = r.integer(t, key, "hosts", 0 if patterns else 1, 0 if patterns else 1, MAX_HOSTS)
@@ -141,6 +135,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
                 patterns,
                 uplink,
                 r.integer(t, key, "cores", 1, 1, 4096),
+                parse_batch(r, t, key),
             )
         )
     names = [c.name for c in clusters]
@@ -218,6 +213,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
                     "a [[wan.link]] between them, or a zipper host",
                 )
 
+    check_logins(r, clusters, zippers)
     io = None
     if "io" in top:
         t = r.table(top["io"], "io", ("servers", "cluster", "directory", "stripe"))

@@ -55,6 +55,22 @@ class LinkModel:
     cut_through: bool = False
 
 
+# clusters.NAME.launcher: the MPI's own launcher (mpirun, mpiexec), or the cluster's Slurm
+LAUNCHERS = ("mpi", "slurm")
+
+
+@dataclass(frozen=True)
+class BatchSystem:
+    """How a cluster's ranks are started (docs/slurm.md): by the MPI's own launcher, or by
+    the cluster's Slurm, whose controller runs on the login host (default: the cluster's
+    first host; a zipper host joining the cluster can be it) and whose jobs go to
+    `partition`."""
+
+    launcher: str = "mpi"
+    login: str | None = None
+    partition: str = "batch"
+
+
 @dataclass(frozen=True)
 class Cluster:
     name: str
@@ -65,6 +81,7 @@ class Cluster:
     host_patterns: tuple[str, ...]
     uplink: LinkModel | None
     cores: int = 1  # cores of each host, in the scale model (emulation.dilation)
+    batch: BatchSystem = field(default_factory=BatchSystem)
 
     @property
     def ranks(self) -> int:
@@ -179,6 +196,14 @@ class Platform:
         """True when every cluster gives its hosts (not host-name patterns); a real site
         with no clusters at all (the layer finds them: layer.clusters = "auto") is not."""
         return bool(self.clusters) and all(c.hosts > 0 for c in self.clusters)
+
+    def slurm_clusters(self) -> list[Cluster]:
+        """The clusters whose ranks their own Slurm starts (launcher = "slurm")."""
+        return [c for c in self.clusters if c.batch.launcher == "slurm"]
+
+    def login_host(self, cluster: Cluster) -> str:
+        """The host a cluster's jobs are submitted from and its Slurm controller runs on."""
+        return cluster.batch.login or f"{cluster.name}0"
 
     def cluster(self, name: str) -> Cluster:
         for c in self.clusters:

@@ -30,7 +30,7 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.config.platform import MTU_RANGE, Platform, TcpSettings, parse_link
 from isthmus.emulate import dilation as scale
-from isthmus.emulate import signals
+from isthmus.emulate import signals, slurm
 from isthmus.emulate.plan import (
     DEFAULT_MTU,
     DEFAULT_NAME,
@@ -208,6 +208,7 @@ def up(
             _ip("-n", ns, "addr", "add", f"{h.address}/{PREFIX_LEN}", "dev", DEVICE)
             _ip("-n", ns, "link", "set", DEVICE, "mtu", str(mtu), "up")
         _path_mtu_routes(p, name, mtu)
+        slurm.start(platform, p, name, d, owner_pid)
         st = NetworkState(
             name,
             str(platform.path),
@@ -293,6 +294,8 @@ def down(name: str = DEFAULT_NAME) -> list[str]:
     """Remove the network: router, namespaces, state. Idempotent; returns what it removed."""
     check_name(name)
     removed = []
+    if (state_dir(name) / "slurm").exists():
+        removed += slurm.stop(state_dir(name), name)
     st = load_state(name)
     if st is not None and _router_alive(st):
         with contextlib.suppress(ProcessLookupError):

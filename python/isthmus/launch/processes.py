@@ -19,8 +19,10 @@ from typing import IO
 from isthmus.config import paths
 from isthmus.config.platform import Platform
 from isthmus.emulate import signals
-from isthmus.emulate.plan import make_plan, netns_name
-from isthmus.launch import mpi, zipper
+from isthmus.emulate.plan import netns_name
+from isthmus.launch import mpi
+from isthmus.launch.coallocation import Access
+from isthmus.launch.plan import LaunchPlan, Site
 
 EXIT_TIMEOUT = 124  # as timeout(1)
 
@@ -217,19 +219,55 @@ def forwarders_stats(status_dir: Path) -> list[Path]:
     return sorted(status_dir.glob("forwarder-*.json"))
 
 
-def zipped_processes(
-    platform: Platform,
+SRUN_MPI = {"openmpi": "pmix", "mpich": "pmi2"}  # the PMI each MPI works with under srun
+
+
+def srun_command(impl: mpi.MpiImplementation, site: Site, job: str, hostfile: Path) -> list[str]:
+    """srun starting a Slurm site's ranks in its job: one task per rank, each on its
+    rank's host (the hostfile, in rank order: -m arbitrary)."""
+    hostfile.write_text("".join(f"{h}\n" for h in site.hosts))
+    return [
+        "env", f"SLURM_HOSTFILE={hostfile}",
+        "srun", f"--jobid={job}", f"--mpi={SRUN_MPI[impl.name]}", f"--ntasks={len(site.ranks)}",
+        "--distribution=arbitrary", "--kill-on-bad-exit=1", "--quit-on-interrupt",
+    ]  # fmt: skip
+
+
+def site_command(
+    site: Site,
+    impl: mpi.MpiImplementation,
+    netname: str,
+    exported: list[str],
+    argv: list[str],
+    status_dir: Path,
+    job: tuple[Access, str] | None = None,
+) -> list[str]:
+    """The command starting a site's ranks: srun in the site's Slurm job (job: the site's
+    access and job id), or the MPI's own launcher in its login host's namespace (none on
+    real machines), exporting the variables named."""
+    if site.launcher == "slurm":
+        assert job is not None
+        access, jobid = job
+        return access(srun_command(impl, site, jobid, status_dir / "hosts") + argv)
+    prefix = ["ip", "netns", "exec", netns_name(netname, site.login)] if site.login else []
+    return prefix + impl.launch_command(len(site.ranks), exported, argv)
+
+
+def site_processes(
+    lplan: LaunchPlan,
     impl: mpi.MpiImplementation,
     netname: str,
     layer_env: dict[str, str],
     argv: list[str],
     status_dir: Path,
+    jobs: dict[str, tuple[Access, str]],
 ) -> tuple[list[Process], list[Process]]:
-    """The sites' launchers (each inside its first host's namespace, over its own ranks'
-    namespaces) and the forwarders on the zipper hosts, of a zipped run (docs/zipper.md)."""
-    netplan = make_plan(platform)
-    zplan = zipper.plan(platform, {h.name: h.address for h in netplan.hosts if h.zipper})
-    namespaces = rank_namespaces(platform, netname)
+    """The sites' launchers and the forwarders of a run of several sites (docs/zipper.md):
+    a site of the MPI's own launcher runs it in its first host's namespace, over its
+    ranks' namespaces; a Slurm site runs srun on its login host, in its job (jobs: the
+    site's access and job id by site name)."""
+    zplan = lplan.zip
+    assert zplan is not None
     nranks = len(zplan.site_of_rank)
     forwarders = [
         Process(
@@ -244,23 +282,21 @@ def zipped_processes(
         for f in zplan.forwarders
     ]  # fmt: skip
     launchers = []
-    for site, clusters in enumerate(zplan.site_clusters):
-        ranks = zplan.site_ranks(site)
-        site_status = status_dir / f"site-{site}"
+    for i, site in enumerate(lplan.sites):
+        site_status = status_dir / f"site-{i}"
         site_status.mkdir()
         env = {
             **layer_env,
-            **zplan.environment(site),
-            "ISTHMUS_NETNS": ",".join(namespaces[r] for r in ranks),
+            **zplan.environment(i),
+            "ISTHMUS_NETNS": ",".join(netns_name(netname, h) for h in site.hosts),
             "ISTHMUS_STATUS_DIR": str(site_status),
         }
-        cmd = ["ip", "netns", "exec", namespaces[ranks[0]]]
-        cmd += impl.launch_command(len(ranks), sorted(env), argv)
+        cmd = site_command(site, impl, netname, sorted(env), argv, site_status, jobs.get(site.name))
         # Open MPI 4.1's launchers, started at once, raced to make the same session
         # directory (/tmp/ompi.HOST.UID: "mkdir ... File exists", orte_init failed): one
         # directory per site.
         session = {"OMPI_MCA_orte_tmpdir_base": str(site_status)} if impl.name == "openmpi" else {}
         launchers.append(
-            Process(f"the job of site {'+'.join(clusters)}", cmd, {**os.environ, **env, **session})
+            Process(f"the job of site {site.name}", cmd, {**os.environ, **env, **session})
         )
     return launchers, forwarders

@@ -1,16 +1,19 @@
-"""`isthmus run`: start the MPI launcher so that every rank runs with libisthmus.
+"""`isthmus run`: start the job so that every rank runs with libisthmus.
 
-The launcher starts isthmus-exec for each rank, which preloads the layer built for that
-MPI and execs the application; the launcher itself never loads the layer. Every rank is
-told the platform's clusters (block mapping of world ranks, or host-name patterns on a
-real site). The application's exit status comes back as ours; SIGINT, SIGTERM and SIGHUP
-are passed on to the launcher, which stops the ranks.
+The run is planned once (launch/plan.py): its sites, each one native MPI job with its
+ranks and its launcher (the MPI's own mpirun or mpiexec, or a cluster's Slurm), and the
+forwarders that join several sites into one MPI_COMM_WORLD. Carrying the plan out: every
+Slurm site's job is allocated first, all or none (launch/coallocation.py), then each
+site's launcher starts isthmus-exec for each of its ranks, which preloads the layer
+built for that MPI and execs the application; a launcher never loads the layer. The
+application's exit status comes back as ours (the rank that failed first decides it);
+SIGINT, SIGTERM and SIGHUP are passed on to the launchers, which stop the ranks.
 
 On an emulated platform the run uses the network named by --net when it is up, and
-otherwise brings one up for the run and down after it. The launcher runs in the control
-host's namespace; isthmus-exec moves each rank into its host's namespace (block mapping:
-the ranks of a host are consecutive); the MPI is told to use TCP on the emulated device
-only. If the router dies, the run is stopped within a second (exit code 125).
+otherwise brings one up for the run and down after it. A direct run's launcher runs in
+the control host's namespace; isthmus-exec moves each rank into its host's namespace;
+the MPI is told to use TCP on the emulated device only. If the router dies, the run is
+stopped within a second (exit code 125).
 """
 
 from __future__ import annotations
@@ -21,19 +24,16 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from isthmus import __version__, records
 from isthmus.config import paths
-from isthmus.config.platform import Platform
 from isthmus.emulate import dilation as scale
 from isthmus.emulate import leftovers, net, rootless, signals
-from isthmus.emulate.plan import CONTROL_HOST, make_plan, netns_name
+from isthmus.emulate.plan import make_plan, netns_name
 from isthmus.errors import UserError
-from isthmus.launch import backtraces, mpi, zipper
+from isthmus.launch import backtraces, coallocation, mpi, run_record, zipper
+from isthmus.launch import plan as launch_plan
 from isthmus.launch.environment import (
     collective_environment,
     layer_environment,
@@ -47,8 +47,10 @@ from isthmus.launch.processes import (
     launch,
     launch_all,
     rank_namespaces,
-    zipped_processes,
+    site_command,
+    site_processes,
 )
+from isthmus.launch.run_record import Outcome, RunRequest
 from isthmus.launch.status import first_failure
 from isthmus.profile import forwarders as profile_forwarders
 
@@ -61,37 +63,6 @@ def _report_backtraces(status_dir: Path, netname: str, timeout: float) -> None:
     print(f"isthmus: --timeout {timeout:g}s passed; where each rank was{stacks}:", file=sys.stderr)
     for line in lines:
         print(f"  {line}", file=sys.stderr)
-
-
-@dataclass
-class RunRequest:
-    platform: Platform
-    app: list[str]
-    nranks: int | None = None
-    mpi: str | None = None
-    overrides: tuple[str, ...] = ()
-    profile: Path | None = None
-    timeout: float | None = None
-    net: str | None = None  # an emulated network that is already up
-    emulate: bool = True
-    stdout: Path | None = None  # where the application's standard output goes (default: ours)
-    environment: tuple[tuple[str, str], ...] = ()  # more variables for every rank (they win)
-    # one site's job of a zipped platform on real machines (docs/zipper.md)
-    site: str | None = None
-    site_ranks: tuple[tuple[str, int], ...] = ()
-    forwarders: tuple[str, ...] = ()
-
-
-def _annotate_profile(
-    path: Path, run_info: dict[str, Any], forwarded: list[dict[str, Any]]
-) -> None:
-    """Add how the run was made, and what the forwarders carried, to the profile the layer
-    wrote (atomically)."""
-    data = records.read_json(path, "profile", "profile")
-    data["run"] = run_info
-    if forwarded:
-        data["forwarders"] = forwarded
-    records.write_json(path, data, "profile")
 
 
 def _dilation(req: RunRequest, emulate: bool, own_network: bool) -> scale.Dilation:
@@ -112,12 +83,10 @@ def _dilation(req: RunRequest, emulate: bool, own_network: bool) -> scale.Dilati
     return scale.Dilation(st.dilation, f"K = {st.dilation:g}: network {req.net}'s")
 
 
-def run(req: RunRequest) -> int:
-    if not req.app:
-        raise UserError("no application given: isthmus run -p PLATFORM -- APP [ARGS...]")
-    impl = mpi.choose(req.mpi, req.app[0])
+def _site_environment(req: RunRequest) -> tuple[int, dict[str, str]]:
+    """The run's number of ranks and, for one site's job of a zipped platform on real
+    machines (--site), what joins it to the other sites' jobs."""
     zipped = zipper.zipped(req.platform)
-    site_env: dict[str, str] = {}
     if zipped and not (req.emulate and req.platform.emulated):
         if req.site is None:
             raise UserError(
@@ -128,20 +97,21 @@ def run(req: RunRequest) -> int:
         zplan, site = zipper.real_site_plan(
             req.platform, req.site, dict(req.site_ranks), list(req.forwarders)
         )
-        site_env = zplan.environment(site)
         nranks = len(zplan.site_ranks(site))
         if req.nranks is not None and req.nranks != nranks:
             raise UserError(f"-n {req.nranks}: --site-ranks gives site {req.site} {nranks}")
-        zipped = False  # this launcher runs one site's job: no forwarders to start here
-    else:
-        if req.site is not None:
-            raise UserError(
-                "--site: only for a platform of real sites joined by zipper hosts (docs/zipper.md)"
-            )
-        nranks = rank_count(req.platform, req.nranks)
-    if zipped:
-        hosts = make_plan(req.platform).hosts
-        zipper.plan(req.platform, {h.name: h.address for h in hosts if h.zipper})  # refusals
+        site_env = zplan.environment(site)
+        if os.environ.get("ISTHMUS_CLUSTER"):  # the documented override
+            site_env["ISTHMUS_CLUSTER"] = os.environ["ISTHMUS_CLUSTER"]
+        return nranks, site_env
+    if req.site is not None:
+        raise UserError(
+            "--site: only for a platform of real sites joined by zipper hosts (docs/zipper.md)"
+        )
+    return rank_count(req.platform, req.nranks), {}
+
+
+def _profile_path(req: RunRequest) -> Path | None:
     profile = req.profile
     if profile is None and req.platform.layer.profile:
         profile = Path("isthmus-profile.json")
@@ -150,16 +120,13 @@ def run(req: RunRequest) -> int:
         if not profile.parent.is_dir():
             raise UserError(f"--profile {profile}: the directory {profile.parent} does not exist")
         profile.unlink(missing_ok=True)
+    return profile
 
-    emulate = req.emulate and req.platform.emulated
-    netname = req.net or f"run{os.getpid()}"
-    own_network = emulate and not (req.net and net.is_up(req.net))
-    dilation = _dilation(req, emulate, own_network)
-    if own_network and os.geteuid() != 0:
-        if dilation.active:
-            scale.require_writable()  # refused with the reason: cgroups need root
-        rootless.reexec()  # does not return: the run continues inside a user namespace
-    cores = os.cpu_count() or 1
+
+def _say_time_model(
+    req: RunRequest, dilation: scale.Dilation, emulate: bool, nranks: int, cores: int
+) -> None:
+    """What the run's times will mean: dilated (virtual), or ranks sharing cores."""
     if dilation.active:
         auto = scale.auto_factor(req.platform).factor if emulate else 1.0
         short = (
@@ -177,8 +144,151 @@ def run(req: RunRequest) -> int:
             "each host its cores: docs/dilation.md)",
             file=sys.stderr,
         )
+
+
+def _carry_out(
+    req: RunRequest,
+    impl: mpi.MpiImplementation,
+    lplan: launch_plan.LaunchPlan,
+    layer_env: dict[str, str],
+    netname: str,
+    emulate: bool,
+    dilation: scale.Dilation,
+    status_dir: Path,
+) -> Outcome:
+    """Carry the plan out: every Slurm site's job allocated first (all or none), then
+    one launcher per site (and the forwarders joining them), until the job ends."""
+    alive = (lambda: net.is_up(netname)) if emulate else None
     timeout = req.timeout * dilation.factor if req.timeout else req.timeout
-    forwarded: list[dict[str, Any]] = []  # what each zipper forwarder carried
+    on_timeout = functools.partial(_report_backtraces, status_dir, netname, timeout or 0.0)
+    argv = [str(paths.exec_wrapper()), *req.app]
+    forwarded: list[dict[str, Any]] = []
+    started = time.monotonic()
+    progress = coallocation.Progress()
+    with (
+        open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out,
+        coallocation.coallocated(
+            coallocation.for_plan(lplan, netname), req.coallocate_timeout or 120.0, progress
+        ) as allocations,
+    ):
+        jobs = {a.site: (a.access, a.job) for a in allocations}
+        batch = [coallocation.record(a) for a in allocations]
+        if lplan.zip is not None:
+            launchers, forwarders = site_processes(
+                lplan, impl, netname, layer_env, argv, status_dir, jobs
+            )
+            cmd = launchers[0].cmd
+            rc, stopped = launch_all(launchers, forwarders, timeout, alive, out, on_timeout)
+            forwarded = profile_forwarders.merged(
+                profile_forwarders.read_stats(forwarders_stats(status_dir)), dilation.factor
+            )
+        else:
+            (site,) = lplan.sites
+            cmd = site_command(
+                site, impl, netname, sorted(layer_env), argv, status_dir, jobs.get(site.name)
+            )
+            rc, stopped = launch(cmd, {**os.environ, **layer_env}, timeout, alive, out, on_timeout)
+    progress.end()
+    wall = time.monotonic() - started
+    if rc != 0 and stopped is None and alive is not None and not alive():
+        # the router died and a rank noticed before isthmus did: the router is the cause
+        rc, stopped = EXIT_NETWORK_FAILED, "network"
+    # A forwarder killed is the cause: the ranks' failures follow from it (one that exits
+    # 1 does so because a rank went first, and that rank is the cause).
+    forwarder_failed = (
+        stopped is not None
+        and stopped.startswith("the forwarder")
+        and "killed by signal" in stopped
+    )
+    failure = None
+    if (
+        rc != 0
+        and not forwarder_failed
+        and stopped not in ("timeout", "network", *signals.STOPPING_NAMES)
+    ):
+        failure = first_failure(status_dir)
+        rc = failure.code if failure is not None else rc
+    return Outcome(rc, stopped, failure, cmd, wall, forwarded, batch)
+
+
+def _layer_environment(
+    req: RunRequest,
+    impl: mpi.MpiImplementation,
+    nranks: int,
+    profile: Path | None,
+    netname: str,
+    emulate: bool,
+    dilation: scale.Dilation,
+    status_dir: Path,
+    site_env: dict[str, str],
+) -> dict[str, str]:
+    """What every rank's layer reads (and, emulated, what confines the MPI to the
+    emulated network)."""
+    env = layer_environment(req.platform, impl, profile)
+    env["ISTHMUS_STATUS_DIR"] = str(status_dir)
+    env.update(collective_environment(req.platform, status_dir))
+    cores = os.cpu_count() or 1
+    env["ISTHMUS_WAIT"] = wait_mode(req.platform, impl, nranks, cores, dilation.factor)
+    env.update(pio_environment(req.platform, nranks))
+    env.update(site_env)
+    env.update(dict(req.environment))
+    if emulate:
+        env["ISTHMUS_NETNS"] = ",".join(rank_namespaces(req.platform, netname))
+        if dilation.active:
+            st_now = net.load_state(netname)
+            # through our root: `ip netns exec` gives the launcher a /sys of its own,
+            # without the cgroup file systems
+            cgroups = st_now.cgroups if st_now else ""
+            env["ISTHMUS_CGROUPS"] = f"/proc/{os.getpid()}/root{cgroups}"
+            # virtual time equals real time at this instant, in every rank
+            env["ISTHMUS_DILATION"] = f"{dilation.factor:.9g}:{time.monotonic_ns()}"
+        env.update(mpi.emulation_environment(impl))
+    return env
+
+
+def _say_how_it_ended(req: RunRequest, o: Outcome, netname: str, dilation: scale.Dilation) -> None:
+    if o.stopped == "timeout":
+        assert req.timeout is not None
+        real = req.timeout * dilation.factor
+        scaled = f" ({real:g}s real at dilation {dilation.factor:g})" if dilation.active else ""
+        print(
+            f"isthmus: the run exceeded --timeout {req.timeout:g}s{scaled} and was stopped",
+            file=sys.stderr,
+        )
+    elif o.stopped == "network":
+        print(
+            f"isthmus: the router of network {netname} died during the run; the run was stopped",
+            file=sys.stderr,
+        )
+    elif o.stopped in signals.STOPPING_NAMES:
+        print(f"isthmus: stopped by {o.stopped}: the job was stopped", file=sys.stderr)
+    elif o.stopped is not None:
+        print(f"isthmus: {o.stopped}; the other sites' jobs were stopped", file=sys.stderr)
+    if o.failure is not None:
+        print(
+            f"isthmus: {o.failure.describe(netns_name(netname, ''))}: the job's status is {o.rc}",
+            file=sys.stderr,
+        )
+
+
+def run(req: RunRequest) -> int:
+    """Plan the run once (its sites, their ranks and launchers), bring the network up if
+    the run needs its own, carry the plan out, say how it ended, complete the profile."""
+    if not req.app:
+        raise UserError("no application given: isthmus run -p PLATFORM -- APP [ARGS...]")
+    impl = mpi.choose(req.mpi, req.app[0])
+    nranks, site_env = _site_environment(req)
+    emulate = req.emulate and req.platform.emulated
+    lplan = launch_plan.make(req.platform, nranks, emulate)  # its refusals come first
+    profile = _profile_path(req)
+    netname = req.net or f"run{os.getpid()}"
+    own_network = emulate and not (req.net and net.is_up(req.net))
+    dilation = _dilation(req, emulate, own_network)
+    if own_network and os.geteuid() != 0:
+        if dilation.active:
+            scale.require_writable()  # refused with the reason: cgroups need root
+        rootless.reexec()  # does not return: the run continues inside a user namespace
+    _say_time_model(req, dilation, emulate, nranks, os.cpu_count() or 1)
     try:
         if own_network:
             for left, pid in leftovers.remove_orphans():
@@ -193,138 +303,27 @@ def run(req: RunRequest) -> int:
                 owner_pid=os.getpid(),
                 dilation=dilation.factor,
             )
-        with tempfile.TemporaryDirectory(prefix="isthmus-status-") as status_dir:
-            layer_env = layer_environment(req.platform, impl, profile)
-            layer_env["ISTHMUS_STATUS_DIR"] = status_dir
-            layer_env.update(collective_environment(req.platform, Path(status_dir)))
-            layer_env["ISTHMUS_WAIT"] = wait_mode(
-                req.platform, impl, nranks, cores, dilation.factor
+        with tempfile.TemporaryDirectory(prefix="isthmus-status-") as tmp:
+            status_dir = Path(tmp)
+            layer_env = _layer_environment(
+                req, impl, nranks, profile, netname, emulate, dilation, status_dir, site_env
             )
-            layer_env.update(pio_environment(req.platform, nranks))
-            layer_env.update(site_env)
-            if site_env and os.environ.get("ISTHMUS_CLUSTER"):  # the documented override
-                layer_env["ISTHMUS_CLUSTER"] = os.environ["ISTHMUS_CLUSTER"]
-            layer_env.update(dict(req.environment))
-            prefix: list[str] = []
-            alive = None
-            if emulate:
-                layer_env["ISTHMUS_NETNS"] = ",".join(rank_namespaces(req.platform, netname))
-                if dilation.active:
-                    st_now = net.load_state(netname)
-                    # through our root: `ip netns exec` gives the launcher a /sys of its
-                    # own, without the cgroup file systems
-                    cgroups = st_now.cgroups if st_now else ""
-                    layer_env["ISTHMUS_CGROUPS"] = f"/proc/{os.getpid()}/root{cgroups}"
-                    # virtual time equals real time at this instant, in every rank
-                    layer_env["ISTHMUS_DILATION"] = f"{dilation.factor:.9g}:{time.monotonic_ns()}"
-                layer_env.update(mpi.emulation_environment(impl))
-                prefix = ["ip", "netns", "exec", netns_name(netname, CONTROL_HOST)]
-                alive = lambda: net.is_up(netname)  # noqa: E731
-            env = {**os.environ, **layer_env}
-            argv = [str(paths.exec_wrapper()), *req.app]
-            cmd = prefix + impl.launch_command(nranks, sorted(layer_env), argv)
-            started = time.monotonic()
-            on_timeout = functools.partial(
-                _report_backtraces, Path(status_dir), netname, timeout or 0.0
+            outcome = _carry_out(
+                req, impl, lplan, layer_env, netname, emulate, dilation, status_dir
             )
-            with open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out:
-                if zipped:
-                    launchers, forwarders = zipped_processes(
-                        req.platform, impl, netname, layer_env, argv, Path(status_dir)
-                    )
-                    cmd = launchers[0].cmd
-                    rc, stopped = launch_all(launchers, forwarders, timeout, alive, out, on_timeout)
-                    forwarded = profile_forwarders.merged(
-                        profile_forwarders.read_stats(forwarders_stats(Path(status_dir))),
-                        dilation.factor,
-                    )
-                else:
-                    rc, stopped = launch(cmd, env, timeout, alive, out, on_timeout)
-            wall = time.monotonic() - started
-            failure = None
-            if rc != 0 and stopped is None and alive is not None and not alive():
-                # the router died and a rank noticed before isthmus did: the router is the cause
-                rc, stopped = EXIT_NETWORK_FAILED, "network"
-            # A forwarder killed is the cause: the ranks' failures follow from it (one that
-            # exits 1 does so because a rank went first, and that rank is the cause).
-            forwarder_failed = (
-                stopped is not None
-                and stopped.startswith("the forwarder")
-                and ("killed by signal" in stopped)
-            )
-            if (
-                rc != 0
-                and not forwarder_failed
-                and stopped not in ("timeout", "network", *signals.STOPPING_NAMES)
-            ):
-                failure = first_failure(Path(status_dir))
-                rc = failure.code if failure is not None else rc
     finally:
         if own_network:
             with signals.deferred():
                 net.down(netname)
-    if stopped == "timeout":
-        scaled = f" ({timeout:g}s real at dilation {dilation.factor:g})" if dilation.active else ""
-        print(
-            f"isthmus: the run exceeded --timeout {req.timeout:g}s{scaled} and was stopped",
-            file=sys.stderr,
-        )
-    elif stopped == "network":
-        print(
-            f"isthmus: the router of network {netname} died during the run; the run was stopped",
-            file=sys.stderr,
-        )
-    elif stopped in signals.STOPPING_NAMES:
-        print(f"isthmus: stopped by {stopped}: the job was stopped", file=sys.stderr)
-    elif stopped is not None:
-        print(f"isthmus: {stopped}; the other sites' jobs were stopped", file=sys.stderr)
-    if failure is not None:
-        print(
-            f"isthmus: {failure.describe(netns_name(netname, ''))}: the job's status is {rc}",
-            file=sys.stderr,
-        )
-
+    _say_how_it_ended(req, outcome, netname, dilation)
     if profile is not None:
         if profile.exists():
-            _annotate_profile(
-                profile,
-                {
-                    "isthmus_version": __version__,
-                    "git_revision": paths.git_revision(),
-                    "date": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "platform": {
-                        "name": req.platform.name,
-                        "path": str(req.platform.path),
-                        "overrides": list(req.overrides),
-                        # what discovery (layer.clusters = "auto") is checked against
-                        "rank_clusters": req.platform.rank_clusters()[:nranks]
-                        if req.platform.emulated
-                        else None,
-                        # where every rank ran (isthmus profile advise starts from it)
-                        "placement": {
-                            "hosts": [s.host for s in req.platform.rank_slots()],
-                            "clusters": [s.cluster for s in req.platform.rank_slots()],
-                        }
-                        if req.platform.emulated
-                        else None,
-                    },
-                    "mpi": impl.name,
-                    "nranks": nranks,
-                    "cores": cores,  # ranks per core: what the report's model gap rests on
-                    "app": req.app,
-                    "launcher": cmd,
-                    "exit_code": rc,
-                    "wall_seconds": round(wall, 6),
-                    # the profile's times are virtual: real time / dilation
-                    "dilation": dilation.factor,
-                    "dilation_why": dilation.why,
-                },
-                forwarded,
-            )
+            info = run_record.describe(req, impl.name, nranks, outcome, dilation)
+            run_record.annotate_profile(profile, info, outcome.forwarded)
         else:
             print(
                 f"isthmus: no profile was written to {profile}: the application did not "
                 "reach MPI_Finalize",
                 file=sys.stderr,
             )
-    return rc
+    return outcome.rc

@@ -58,33 +58,42 @@ class ZipPlan:
         return env
 
 
-def plan(platform: Platform, addresses: dict[str, str]) -> ZipPlan:
+def plan(
+    platform: Platform,
+    addresses: dict[str, str],
+    groups: list[list[str]] | None = None,
+    hosts: list[str] | None = None,
+) -> ZipPlan:
     """The sites, their ranks and the forwarders of a zipped platform; addresses: the
-    emulated address of every zipper host. A one-line error for what is not carried yet."""
-    groups = sites(platform)
+    emulated address of every forwarder's host. groups: the clusters of each site's job
+    (default: sites()); hosts: where forwarders run (default: every zipper host, which
+    must join every site). A one-line error for what is not carried yet."""
+    groups = sites(platform) if groups is None else groups
     where = {name: i for i, g in enumerate(groups) for name in g}
-    for z in platform.zippers:
-        joined = {where[c] for c in z.clusters}
-        if len(joined) != len(groups):
-            raise UserError(
-                f"{platform.path}: zippers.{z.name} joins {', '.join(z.clusters)}, not every "
-                f"site ({'; '.join(', '.join(g) for g in groups)}): forwarding over more than "
-                "one zipper hop is not supported yet"
-            )
+    if hosts is None:
+        for z in platform.zippers:
+            joined = {where[c] for c in z.clusters}
+            if len(joined) != len(groups):
+                raise UserError(
+                    f"{platform.path}: zippers.{z.name} joins {', '.join(z.clusters)}, not "
+                    f"every site ({'; '.join(', '.join(g) for g in groups)}): forwarding over "
+                    "more than one zipper hop is not supported yet"
+                )
+        hosts = [f"{z.name}{i}" for z in platform.zippers for i in range(z.hosts)]
+        on_zippers = True
+    else:
+        on_zippers = False
     if platform.io is not None:
         raise UserError(f"{platform.path}: [io] with zipper forwarding is not supported yet")
-    forwarders = [
-        Forwarder(f"{z.name}{i}", f"{addresses[f'{z.name}{i}']}:{FORWARDER_PORT}")
-        for z in platform.zippers
-        for i in range(z.hosts)
-    ]
+    forwarders = [Forwarder(h, f"{addresses[h]}:{FORWARDER_PORT}") for h in hosts]
     index = {f.host: i for i, f in enumerate(forwarders)}
     slots = platform.rank_slots()
     return ZipPlan(
         groups,
         [where[s.cluster] for s in slots],
         forwarders,
-        [index.get(s.host, -1) for s in slots],
+        # a rank on a zipper host reaches the other sites through the forwarder there
+        [index.get(s.host, -1) for s in slots] if on_zippers else None,
     )
 
 

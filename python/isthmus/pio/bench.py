@@ -28,7 +28,8 @@ from isthmus.config import paths
 from isthmus.config.platform import Platform
 from isthmus.config.units import format_size
 from isthmus.errors import UserError
-from isthmus.launch.run import RunRequest, run
+from isthmus.launch.run import run
+from isthmus.launch.run_record import RunRequest
 from isthmus.records import read_bench, write_json
 
 WORKLOADS = ("contiguous", "btio")

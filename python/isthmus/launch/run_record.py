@@ -1,0 +1,94 @@
+"""What a run is (its request), how it ended (its outcome), and what the profile keeps of
+both: the "run" table `isthmus run` adds to the profile the layer wrote."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from isthmus import __version__, records
+from isthmus.config import paths
+from isthmus.config.platform import Platform
+from isthmus.emulate.dilation import Dilation
+from isthmus.launch.status import RankFailure
+
+
+@dataclass
+class RunRequest:
+    platform: Platform
+    app: list[str]
+    nranks: int | None = None
+    mpi: str | None = None
+    overrides: tuple[str, ...] = ()
+    profile: Path | None = None
+    timeout: float | None = None
+    coallocate_timeout: float | None = None  # Slurm sites: every job running within (docs/slurm.md)
+    net: str | None = None  # an emulated network that is already up
+    emulate: bool = True
+    stdout: Path | None = None  # where the application's standard output goes (default: ours)
+    environment: tuple[tuple[str, str], ...] = ()  # more variables for every rank (they win)
+    # one site's job of a zipped platform on real machines (docs/zipper.md)
+    site: str | None = None
+    site_ranks: tuple[tuple[str, int], ...] = ()
+    forwarders: tuple[str, ...] = ()
+
+
+@dataclass
+class Outcome:
+    """How a run ended, and what the profile keeps of it."""
+
+    rc: int
+    stopped: str | None  # why isthmus stopped it (launch_all's values), or None
+    failure: RankFailure | None  # the rank that failed first, when one did
+    cmd: list[str]  # the (first) launcher's command
+    wall: float  # seconds, from the first submission or launch to the end
+    forwarded: list[dict[str, Any]]  # what each forwarder carried
+    batch: list[dict[str, Any]]  # each Slurm site's job
+
+
+def describe(
+    req: RunRequest, mpi_name: str, nranks: int, o: Outcome, dilation: Dilation
+) -> dict[str, Any]:
+    """How the run was made, for the profile's "run" table."""
+    emulated = req.platform.emulated
+    slots = req.platform.rank_slots() if emulated else []
+    return {
+        "isthmus_version": __version__,
+        "git_revision": paths.git_revision(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "platform": {
+            "name": req.platform.name,
+            "path": str(req.platform.path),
+            "overrides": list(req.overrides),
+            # what discovery (layer.clusters = "auto") is checked against
+            "rank_clusters": req.platform.rank_clusters()[:nranks] if emulated else None,
+            # where every rank ran (isthmus profile advise starts from it)
+            "placement": {"hosts": [s.host for s in slots], "clusters": [s.cluster for s in slots]}
+            if emulated
+            else None,
+        },
+        "mpi": mpi_name,
+        "nranks": nranks,
+        "cores": os.cpu_count() or 1,  # ranks per core: what the report's model gap rests on
+        "app": req.app,
+        "launcher": o.cmd,
+        "exit_code": o.rc,
+        "wall_seconds": round(o.wall, 6),
+        # the profile's times are virtual: real time / dilation
+        "dilation": dilation.factor,
+        "dilation_why": dilation.why,
+        "batch": o.batch,  # each Slurm site's job and how long it queued (docs/slurm.md)
+    }
+
+
+def annotate_profile(path: Path, run_info: dict[str, Any], forwarded: list[dict[str, Any]]) -> None:
+    """Add how the run was made, and what the forwarders carried, to the profile the layer
+    wrote (atomically)."""
+    data = records.read_json(path, "profile", "profile")
+    data["run"] = run_info
+    if forwarded:
+        data["forwarders"] = forwarded
+    records.write_json(path, data, "profile")
