@@ -185,3 +185,15 @@ def test_placement_block_and_round_robin() -> None:
     assert rr.rank_blocks()[:2] == [("ams", 1), ("delft", 1)]
     with pytest.raises(UserError, match=r"layer\.placement"):
         platform.load(das, ("layer.placement=scattered",))
+
+
+def test_the_example_site_file_reads() -> None:
+    """examples/sites/ stays a valid site file for its platform (docs/sites.md)."""
+    from isthmus.config import sites
+
+    p = platform.load(PLATFORMS / "site-slurm.toml")
+    f = sites.load(
+        PLATFORMS.parent / "sites" / "two-slurm-clusters.toml", [c.name for c in p.clusters], "x"
+    )
+    assert [s.name for s in f.sites] == ["east", "west"] and f.sites[0].ranks == 64
+    assert f.forwarders[0].reach == (("east", "10.1.0.5:7300"), ("west", "192.168.7.5:7300"))

@@ -160,3 +160,66 @@ def test_a_site_that_never_starts_cancels_the_other(
         isthmus("net", "down", "--name", "slc")
     assert live_daemons("/run/isthmus/slc/") == []
     assert os.path.exists("/run/isthmus/slc") is False
+
+
+REAL_PLATFORM = """
+name = "two-slurm-sites"
+[clusters.east]
+host_patterns = ["east*"]
+[clusters.west]
+host_patterns = ["west*"]
+[zippers.fw]
+clusters = ["east", "west"]
+"""
+
+
+def site_file(net: str) -> str:
+    """A site file whose login commands enter the emulated clusters' login hosts (what
+    ssh to a real login node does), with the MPI settings a real site would give."""
+    env = (
+        '{ OMPI_MCA_pml = "ob1", OMPI_MCA_btl = "tcp,self", OMPI_MCA_btl_tcp_if_include = '
+        '"ist0", UCX_TLS = "tcp,self", UCX_NET_DEVICES = "ist0", MPIR_CVAR_NOLOCAL = "1" }'
+    )
+    text = ""
+    for c in ("east", "west"):
+        login = [f"--net=/var/run/netns/ist-{net}-{c}0", "env",
+                 f"SLURM_CONF=/run/isthmus/{net}/slurm/{c}/slurm.conf", "sh", "-c"]  # fmt: skip
+        text += f"[sites.{c}]\nlogin = {json.dumps(['nsenter', *login])}\nnodes = 2\nranks = 2\n"
+        text += f"environment = {env}\n"
+    text += (
+        f'[forwarders.fw]\nlogin = ["nsenter", "--net=/var/run/netns/ist-{net}-east0", "sh", '
+        '"-c"]\nlisten = ["198.18.1.1:7300"]\n'
+        'reach = { east = "198.18.1.1:7300", west = "198.18.1.1:7300" }\n'
+    )
+    return text
+
+
+def test_real_sites_through_their_login_commands(
+    isthmus: Run, apps: dict[tuple[str, str], Path], tmp_path: Path
+) -> None:
+    """isthmus run --sites: the real-site path (login commands, salloc there, each site's
+    part as `isthmus run --site --slurm-job`, a forwarder started through its login
+    command) against two running Slurm clusters, both MPIs; a site file that misses a
+    forwarder's address for a site is refused in one line."""
+    (tmp_path / "real.toml").write_text(REAL_PLATFORM)
+    (tmp_path / "sites.toml").write_text(site_file("slr"))
+    up = isthmus("net", "up", "-p", ROUTED, "--name", "slr")
+    try:
+        assert up.returncode == 0, up.stderr
+        for mpi in MPIS:
+            done = isthmus("run", "-p", tmp_path / "real.toml", "--sites", tmp_path / "sites.toml",
+                           "--timeout", "120s", "--", apps[(mpi, "zip_check")])  # fmt: skip
+            assert done.returncode == 0, done.stderr[-3000:]
+            lines = sorted(done.stdout.split("\n"))[1:]
+            assert lines == [f"zip_check rank {r} of 4: ok" for r in range(4)], done.stdout
+            assert "east: running (job" in done.stderr
+        assert squeue("slr", "east", "east0") in ("",) or "CANCELLED" in squeue(
+            "slr", "east", "east0"
+        )
+    finally:
+        isthmus("net", "down", "--name", "slr")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(site_file("slr").replace(', west = "198.18.1.1:7300"', ""))
+    done = isthmus("run", "-p", tmp_path / "real.toml", "--sites", bad, "--", "true")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "forwarders.fw.reach: no address for site west" in done.stderr

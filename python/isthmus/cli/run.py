@@ -11,10 +11,12 @@ from typing import Any
 from isthmus.cli.common import platform_options, timeout_option
 from isthmus.config import paths, placement
 from isthmus.config import platform as platform_mod
+from isthmus.config import sites as sites_config
 from isthmus.errors import UserError
 from isthmus.launch import zipper
 from isthmus.launch.run import run
 from isthmus.launch.run_record import RunRequest
+from isthmus.launch.sites import SitesRequest, run_sites
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -25,6 +27,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.n is not None and args.n < 1:
         raise UserError(f"-n {args.n}: expected a positive number of ranks")
     p = platform_mod.load(args.platform, args.set)
+    if args.sites:
+        return _run_sites(args, p, app, timeout)
     if args.placement:
         if not p.emulated:
             raise UserError("--placement: only on an emulated platform (it names emulated hosts)")
@@ -43,8 +47,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         site=args.site,
         site_ranks=tuple(_site_ranks(args.site_ranks)),
         forwarders=tuple(f for f in (args.forwarders or "").split(",") if f),
+        slurm_job=_job_id(args.slurm_job),
     )
     return run(req)
+
+
+def _run_sites(
+    args: argparse.Namespace, p: platform_mod.Platform, app: list[str], timeout: float | None
+) -> int:
+    """isthmus run --sites FILE: one job across real Slurm clusters (docs/sites.md)."""
+    if p.emulated:
+        raise UserError(
+            "--sites: for a platform of real sites (clusters by host_patterns); on the emulated "
+            'platform, clusters with launcher = "slurm" are allocated by isthmus run itself'
+        )
+    if not app:
+        raise UserError("no application given: isthmus run -p PLATFORM --sites FILE -- APP")
+    here = str(paths.isthmus_command())
+    site_file = sites_config.load(Path(args.sites), [c.name for c in p.clusters], here)
+    req = SitesRequest(
+        p,
+        site_file,
+        app,
+        args.mpi,
+        tuple(args.set),
+        Path(args.profile).resolve() if args.profile else None,
+        timeout,
+        timeout_option(args.coallocate_timeout, "--coallocate-timeout") or 120.0,
+    )
+    return run_sites(req)
+
+
+def _job_id(text: str | None) -> str | None:
+    if text is not None and not text.isdigit():
+        raise UserError(f"--slurm-job {text}: expected a Slurm job id, for example 4711")
+    return text
 
 
 def _site_ranks(text: str | None) -> list[tuple[str, int]]:
@@ -127,6 +164,16 @@ def add(sub: Any) -> None:
         "--forwarders",
         metavar="ADDR:PORT,...",
         help="with --site: the forwarders, as this site reaches them",
+    )
+    rp.add_argument(
+        "--sites",
+        metavar="FILE",
+        help="one job across real Slurm clusters: how to reach each (docs/sites.md)",
+    )
+    rp.add_argument(
+        "--slurm-job",
+        metavar="JOBID",
+        help="with --site: start this site's ranks with srun in this Slurm job (docs/sites.md)",
     )
     rp.add_argument("app", nargs=argparse.REMAINDER, help="the application and its arguments")
     rp.set_defaults(func=cmd_run)

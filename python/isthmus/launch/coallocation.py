@@ -138,6 +138,9 @@ def coallocated(
 ) -> Iterator[list[Allocation]]:
     """Submit every site's job, wait until all run (at most `timeout` seconds), yield;
     cancel them all when the block ends, whatever ends it."""
+    if not allocations:
+        yield allocations
+        return
     try:
         for a in allocations:
             a.submitted = time.monotonic()

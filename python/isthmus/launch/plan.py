@@ -63,12 +63,16 @@ def _joins_all(clusters: tuple[str, ...], groups: list[list[str]]) -> bool:
     return all(set(g) & set(clusters) for g in groups)
 
 
-def make(platform: Platform, nranks: int, emulated: bool = True) -> LaunchPlan:
-    """The plan of a run of nranks. On real machines (not emulated): one site of the MPI's
-    own launcher, started where isthmus runs (with --site, one site's job of several)."""
+def make(
+    platform: Platform, nranks: int, emulated: bool = True, slurm_job: str | None = None
+) -> LaunchPlan:
+    """The plan of a run of nranks. On real machines (not emulated): one site, started
+    where isthmus runs (with --site, one site's job of several) by the MPI's own
+    launcher, or by srun in the Slurm job slurm_job (--slurm-job: docs/sites.md)."""
     if not emulated:
         names = tuple(c.name for c in platform.clusters)
-        return LaunchPlan((Site(names, tuple(range(nranks)), (), "mpi", ""),), None)
+        kind = "slurm" if slurm_job else "mpi"
+        return LaunchPlan((Site(names, tuple(range(nranks)), (), kind, ""),), None)
     groups = site_groups(platform)
     slots = platform.rank_slots()
     if len(groups) == 1:

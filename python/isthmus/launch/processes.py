@@ -64,10 +64,12 @@ def launch(
     alive: Callable[[], bool] | None = None,
     stdout: IO[bytes] | None = None,
     on_timeout: Callable[[], None] | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> tuple[int, str | None]:
     """Run the launcher in its own process group; return (exit code, why it was stopped:
     None, "timeout", "network", or the name of the signal that stopped isthmus).
-    on_timeout runs when the deadline passes, before anything is stopped."""
+    on_timeout runs when the deadline passes, before anything is stopped; tick at every
+    look at the launcher (twice a second: the progress line)."""
     proc = subprocess.Popen(
         cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
     )
@@ -87,6 +89,8 @@ def launch(
             try:
                 proc.wait(0.5)
             except subprocess.TimeoutExpired:
+                if tick is not None:
+                    tick()
                 if deadline is not None and time.monotonic() >= deadline:
                     stopped = "timeout"
                     if on_timeout is not None:
@@ -132,12 +136,13 @@ def launch_all(
     alive: Callable[[], bool] | None,
     stdout: IO[bytes] | None,
     on_timeout: Callable[[], None] | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> tuple[int, str | None]:
     """Run the forwarders and the sites' launchers, each in its own process group, until
     every launcher has ended; the first that fails (a launcher or forwarder that exits
     other than 0) stops all the others at once. Returns (exit code, why it was stopped:
     None, "timeout", "network", the name of the signal that stopped isthmus, or the message
-    naming the process that failed first). on_timeout as launch's."""
+    naming the process that failed first). on_timeout and tick as launch's."""
     every = forwarders + launchers
     for p in every:
         p.proc = subprocess.Popen(
@@ -159,6 +164,8 @@ def launch_all(
     try:
         while any(p.proc is not None and p.proc.poll() is None for p in launchers):
             time.sleep(0.1)
+            if tick is not None:
+                tick()
             failed = next(
                 (p for p in every if p.proc is not None and p.proc.poll() not in (None, 0)), None
             )
@@ -224,13 +231,14 @@ SRUN_MPI = {"openmpi": "pmix", "mpich": "pmi2"}  # the PMI each MPI works with u
 
 def srun_command(impl: mpi.MpiImplementation, site: Site, job: str, hostfile: Path) -> list[str]:
     """srun starting a Slurm site's ranks in its job: one task per rank, each on its
-    rank's host (the hostfile, in rank order: -m arbitrary)."""
+    rank's host when the plan knows them (the hostfile, in rank order: -m arbitrary), else
+    in blocks over the job's nodes (a real site)."""
+    cmd = ["srun", f"--jobid={job}", f"--mpi={SRUN_MPI[impl.name]}", f"--ntasks={len(site.ranks)}",
+           "--kill-on-bad-exit=1", "--quit-on-interrupt"]  # fmt: skip
+    if not site.hosts:
+        return [*cmd, "--distribution=block"]
     hostfile.write_text("".join(f"{h}\n" for h in site.hosts))
-    return [
-        "env", f"SLURM_HOSTFILE={hostfile}",
-        "srun", f"--jobid={job}", f"--mpi={SRUN_MPI[impl.name]}", f"--ntasks={len(site.ranks)}",
-        "--distribution=arbitrary", "--kill-on-bad-exit=1", "--quit-on-interrupt",
-    ]  # fmt: skip
+    return ["env", f"SLURM_HOSTFILE={hostfile}", *cmd, "--distribution=arbitrary"]
 
 
 def site_command(

@@ -146,6 +146,24 @@ def _say_time_model(
         )
 
 
+def _show_ranks(
+    progress: coallocation.Progress,
+    lplan: launch_plan.LaunchPlan,
+    allocations: list[coallocation.Allocation],
+    status_dir: Path,
+) -> None:
+    """The progress line once the jobs run: how many of each site's ranks have started
+    (isthmus-exec's pid files), until all have."""
+    jobs = {a.site: a for a in allocations}
+    parts = []
+    for i, site in enumerate(lplan.sites):
+        where = status_dir / f"site-{i}" if lplan.zip is not None else status_dir
+        started = sum(1 for _ in where.glob("pid-*"))
+        state = coallocation.describe(jobs[site.name]) if site.name in jobs else site.name
+        parts.append(f"{state}, {started}/{len(site.ranks)} ranks started")
+    progress.show(parts)
+
+
 def _carry_out(
     req: RunRequest,
     impl: mpi.MpiImplementation,
@@ -168,17 +186,23 @@ def _carry_out(
     with (
         open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out,
         coallocation.coallocated(
-            coallocation.for_plan(lplan, netname), req.coallocate_timeout or 120.0, progress
+            [] if req.slurm_job else coallocation.for_plan(lplan, netname),
+            req.coallocate_timeout or 120.0,
+            progress,
         ) as allocations,
     ):
         jobs = {a.site: (a.access, a.job) for a in allocations}
+        if req.slurm_job is not None:  # a real site's job, allocated by `run --sites`
+            jobs[lplan.sites[0].name] = (list, req.slurm_job)
         batch = [coallocation.record(a) for a in allocations]
+        shown = functools.partial(_show_ranks, progress, lplan, allocations, status_dir)
+        tick = shown if allocations else None
         if lplan.zip is not None:
             launchers, forwarders = site_processes(
                 lplan, impl, netname, layer_env, argv, status_dir, jobs
             )
             cmd = launchers[0].cmd
-            rc, stopped = launch_all(launchers, forwarders, timeout, alive, out, on_timeout)
+            rc, stopped = launch_all(launchers, forwarders, timeout, alive, out, on_timeout, tick)
             forwarded = profile_forwarders.merged(
                 profile_forwarders.read_stats(forwarders_stats(status_dir)), dilation.factor
             )
@@ -187,7 +211,8 @@ def _carry_out(
             cmd = site_command(
                 site, impl, netname, sorted(layer_env), argv, status_dir, jobs.get(site.name)
             )
-            rc, stopped = launch(cmd, {**os.environ, **layer_env}, timeout, alive, out, on_timeout)
+            env = {**os.environ, **layer_env}
+            rc, stopped = launch(cmd, env, timeout, alive, out, on_timeout, tick)
     progress.end()
     wall = time.monotonic() - started
     if rc != 0 and stopped is None and alive is not None and not alive():
@@ -279,7 +304,13 @@ def run(req: RunRequest) -> int:
     impl = mpi.choose(req.mpi, req.app[0])
     nranks, site_env = _site_environment(req)
     emulate = req.emulate and req.platform.emulated
-    lplan = launch_plan.make(req.platform, nranks, emulate)  # its refusals come first
+    if req.slurm_job is not None and emulate:
+        raise UserError(
+            "--slurm-job: on real sites only (an emulated platform's Slurm clusters say "
+            'launcher = "slurm": docs/slurm.md)'
+        )
+    # the plan, built once: its refusals come first
+    lplan = launch_plan.make(req.platform, nranks, emulate, req.slurm_job)
     profile = _profile_path(req)
     netname = req.net or f"run{os.getpid()}"
     own_network = emulate and not (req.net and net.is_up(req.net))

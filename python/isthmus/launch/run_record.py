@@ -34,6 +34,7 @@ class RunRequest:
     site: str | None = None
     site_ranks: tuple[tuple[str, int], ...] = ()
     forwarders: tuple[str, ...] = ()
+    slurm_job: str | None = None  # start the ranks with srun in this Slurm job (docs/sites.md)
 
 
 @dataclass
