@@ -26,6 +26,9 @@ static char *profile_path;
 static MPI_Comm layer_comm = MPI_COMM_NULL;
 static struct ist_clock_ref run_start;
 static uint64_t app_start_ticks;
+/* When MPI_Init returned, in seconds since the epoch (CLOCK_REALTIME, the run's time): what
+ * `isthmus run` sets against a Slurm job's submission (docs/slurm.md). */
+static double app_start_unix;
 
 double ist_clock_rate(struct ist_clock_ref start, uint64_t min_ns)
 {
@@ -67,6 +70,9 @@ void ist_layer_init(int provided)
         }
     }
     app_start_ticks = ist_ticks();
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    app_start_unix = (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
 }
 
 /* Tell isthmus run that this rank reached MPI_Finalize: a rank that fails inside it (for
@@ -95,7 +101,7 @@ void ist_layer_finalize(void)
     if (profile_path) {
         /* Calibrate over the whole run; a run shorter than 20 ms waits for the rest. */
         double rate = ist_clock_rate(run_start, 20000000u);
-        ist_profile_write(profile_path, layer_comm, rate, (double)app_ticks / rate);
+        ist_profile_write(profile_path, layer_comm, rate, (double)app_ticks / rate, app_start_unix);
         ist_profiler_free();
         free(profile_path);
         profile_path = NULL;

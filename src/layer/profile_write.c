@@ -43,6 +43,7 @@ struct site_row {
 struct rank_summary {
     double app_seconds;
     double mpi_seconds;
+    double init_unix;
     int64_t pid;
 };
 
@@ -310,8 +311,10 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
         fprintf(f, "%s\n    {\"rank\": %d, \"cluster\": %d, \"host\": ", r ? "," : "", r,
                 ist_rank_cluster(r));
         json_string(f, ist_rank_host(r));
-        fprintf(f, ", \"pid\": %lld, \"app_seconds\": %.9f, \"mpi_seconds\": %.9f}",
-                (long long)ranks[r].pid, ranks[r].app_seconds, ranks[r].mpi_seconds);
+        fprintf(f, ", \"pid\": %lld, \"app_seconds\": %.9f, \"mpi_seconds\": %.9f, "
+                   "\"init_unix\": %.6f}",
+                (long long)ranks[r].pid, ranks[r].app_seconds, ranks[r].mpi_seconds,
+                ranks[r].init_unix);
     }
     fputs("\n  ],\n  \"functions\": {", f);
     for (int fn = 0; fn < IST_FN_COUNT; fn++)
@@ -393,7 +396,8 @@ static void *gather_rows(const void *mine, int n, size_t size, int **counts, MPI
     return all;
 }
 
-int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, double app_seconds)
+int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, double app_seconds,
+                      double init_unix)
 {
     int n = ist_world_size(), me = ist_world_rank();
 
@@ -402,7 +406,7 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     for (int fn = 0; fn < IST_FN_COUNT; fn++)
         for (int b = 0; b < IST_NBUCKETS; b++) nrows += ist_stats[fn][b].calls != 0;
     struct call_row *mine = calloc((size_t)nrows + 1, sizeof *mine);
-    struct rank_summary summary = {app_seconds, 0.0, (int64_t)getpid()};
+    struct rank_summary summary = {app_seconds, 0.0, init_unix, (int64_t)getpid()};
     int k = 0;
     for (int fn = 0; fn < IST_FN_COUNT; fn++)
         for (int b = 0; b < IST_NBUCKETS; b++) {

@@ -66,8 +66,9 @@ int ist_profiler_init(int world_size, int thread_multiple);
 void ist_profiler_free(void);
 
 /* Merge every rank's counters on rank 0 and write the JSON profile to 'path'. Collective
- * over 'comm' (a duplicate of MPI_COMM_WORLD). Returns 0 on success. */
+ * over 'comm' (a duplicate of MPI_COMM_WORLD). init_unix: when this rank's MPI_Init
+ * returned (seconds since the epoch). Returns 0 on success. */
 int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second,
-                      double app_seconds);
+                      double app_seconds, double init_unix);
 
 #endif

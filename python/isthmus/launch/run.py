@@ -181,7 +181,7 @@ def _carry_out(
     on_timeout = functools.partial(_report_backtraces, status_dir, netname, timeout or 0.0)
     argv = [str(paths.exec_wrapper()), *req.app]
     forwarded: list[dict[str, Any]] = []
-    started = time.monotonic()
+    started, started_unix = time.monotonic(), time.time()
     progress = coallocation.Progress()
     with (
         open(req.stdout, "wb") if req.stdout else contextlib.nullcontext() as out,
@@ -194,7 +194,8 @@ def _carry_out(
         jobs = {a.site: (a.access, a.job) for a in allocations}
         if req.slurm_job is not None:  # a real site's job, allocated by `run --sites`
             jobs[lplan.sites[0].name] = (list, req.slurm_job)
-        batch = [coallocation.record(a) for a in allocations]
+        ranks = {site.name: list(site.ranks) for site in lplan.sites}
+        batch = [coallocation.record(a, ranks[a.site]) for a in allocations]
         shown = functools.partial(_show_ranks, progress, lplan, allocations, status_dir)
         tick = shown if allocations else None
         if lplan.zip is not None:
@@ -233,7 +234,7 @@ def _carry_out(
     ):
         failure = first_failure(status_dir)
         rc = failure.code if failure is not None else rc
-    return Outcome(rc, stopped, failure, cmd, wall, forwarded, batch)
+    return Outcome(rc, stopped, failure, cmd, wall, forwarded, batch, started_unix)
 
 
 def _layer_environment(

@@ -48,6 +48,7 @@ class Outcome:
     wall: float  # seconds, from the first submission or launch to the end
     forwarded: list[dict[str, Any]]  # what each forwarder carried
     batch: list[dict[str, Any]]  # each Slurm site's job
+    started_unix: float = 0.0  # when the first submission or launch began (time.time())
 
 
 def describe(
@@ -81,6 +82,7 @@ def describe(
         # the profile's times are virtual: real time / dilation
         "dilation": dilation.factor,
         "dilation_why": dilation.why,
+        "started_unix": round(o.started_unix, 6),
         "batch": o.batch,  # each Slurm site's job and how long it queued (docs/slurm.md)
     }
 
@@ -89,7 +91,23 @@ def annotate_profile(path: Path, run_info: dict[str, Any], forwarded: list[dict[
     """Add how the run was made, and what the forwarders carried, to the profile the layer
     wrote (atomically)."""
     data = records.read_json(path, "profile", "profile")
+    _startup(run_info, data.get("ranks", []))
     data["run"] = run_info
     if forwarded:
         data["forwarders"] = forwarded
     records.write_json(path, data, "profile")
+
+
+def _startup(run_info: dict[str, Any], ranks: list[dict[str, Any]]) -> None:
+    """How long the job took to start, from the ranks' MPI_Init returns (in the run's time:
+    only undilated runs, whose clocks are the machine's): from the first submission or
+    launch to the last rank's (init_seconds), and per Slurm site from its submission to its
+    last rank's (submit_to_init_seconds)."""
+    init = {r["rank"]: r["init_unix"] for r in ranks if "init_unix" in r}
+    if run_info.get("dilation", 1.0) != 1.0 or not init:
+        return
+    run_info["init_seconds"] = round(max(init.values()) - run_info["started_unix"], 6)
+    for b in run_info.get("batch", []):
+        mine = [init[r] for r in b["ranks"] if r in init]
+        if mine:
+            b["submit_to_init_seconds"] = round(max(mine) - b["submitted_unix"], 6)

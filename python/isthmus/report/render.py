@@ -36,6 +36,7 @@ from isthmus.report import blocks_dilation as dil
 from isthmus.report import blocks_live as live
 from isthmus.report import blocks_net as net
 from isthmus.report import blocks_robustness as robustness
+from isthmus.report import blocks_slurm as slurm_blocks
 from isthmus.report import render_zipper as z
 from isthmus.report import render_zipper_apps as zapps
 from isthmus.report import results, targets
@@ -148,6 +149,7 @@ BLOCKS.update(
         "zipper/zippers": Block("zipper/zippers", z.block_zippers, z.plot_zippers,
                                 "results/zipper/zippers.png"),
         "zipper/apps": Block("zipper/apps", zapps.block),
+        "slurm/apps": Block("slurm/apps", slurm_blocks.block_apps),
         "zipper/collectives-openmpi": Block("zipper/collectives-openmpi", z.block_collectives,
                                             z.plot_collectives,
                                             "results/zipper/collectives-openmpi.png"),

@@ -17,7 +17,7 @@ from typing import Any
 
 from isthmus.config import paths
 from isthmus.report import blocks_adaptive as adaptive
-from isthmus.report import blocks_collectives, blocks_grid, blocks_live, results
+from isthmus.report import blocks_collectives, blocks_grid, blocks_live, blocks_slurm, results
 from isthmus.report import blocks_dilation as dilation
 from isthmus.report import blocks_robustness as robustness
 
@@ -360,6 +360,7 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "converged": lambda res: Measured(*dilation.converged_within(res)),
     "scale-64": lambda res: Measured(*dilation.scale_completed(res)),
     "grid-model-error": lambda res: Measured(*blocks_grid.model_error_within(res)),
+    "slurm-output": lambda res: Measured(*blocks_slurm.output_identical(res)),
 }
 
 

@@ -102,8 +102,11 @@ def dilate_args() -> list[str]:
     return list(_DILATE)
 
 
-def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:
-    """Run this checkout's isthmus command; a failure is one line naming the step."""
+def isthmus(
+    args: list[str], label: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run this checkout's isthmus command (in cwd: the application's working directory);
+    a failure is one line naming the step."""
     if args and args[0] in ("run", "bench", "sweep") and _DILATE:
         args = [args[0], *_DILATE, *args[1:]]
     child = subprocess.Popen(
@@ -111,6 +114,7 @@ def isthmus(args: list[str], label: str) -> subprocess.CompletedProcess[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=cwd,
     )
     try:
         out, err = child.communicate()
