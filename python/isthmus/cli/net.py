@@ -18,8 +18,8 @@ from isthmus.config.units import (
     format_rate,
     format_size,
 )
-from isthmus.emulate import dilation, leftovers, net
-from isthmus.emulate.plan import DEFAULT_MTU, DEFAULT_NAME, DILATED_MTU
+from isthmus.emulate import dilation, leftovers, net, slurm
+from isthmus.emulate.plan import DEFAULT_MTU, DEFAULT_NAME, DILATED_MTU, make_plan
 from isthmus.errors import UserError
 
 
@@ -31,6 +31,13 @@ def cmd_net_up(args: argparse.Namespace) -> int:
         f"network {st.name} is up: {len(st.hosts)} namespaces (ist-{st.name}-*), "
         f"{len(st.links)} links, router pid {st.router_pid}{scaled}"
     )
+    for s in slurm.slurm_clusters(p, make_plan(p)):
+        conf = slurm.conf_path(net.state_dir(st.name), s.name)
+        login = f"nsenter --net=/var/run/netns/ist-{st.name}-{s.login}"
+        print(
+            f"  Slurm of {s.name}: slurmctld on {s.login}:{s.port}, {len(s.nodes)} nodes idle; "
+            f"its commands: {login} env SLURM_CONF={conf} sinfo"
+        )
     return 0
 
 

@@ -28,6 +28,7 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +45,8 @@ SLURMCTLD_PORT = 6817  # Slurm's standard ports
 SLURMD_PORT = 6818
 READY_SECONDS = 30.0  # every node idle within this, or net up fails naming the first
 STOP_GRACE_SECONDS = 3.0
+# what an emulated Slurm cluster needs of slurm-wlm and munge
+PROGRAMS = ("munged", "slurmctld", "slurmd", "salloc", "srun", "squeue", "scancel", "sinfo")
 NETNS_DIR = Path("/var/run/netns")
 
 
@@ -181,6 +184,12 @@ def start(
         return []
     if os.geteuid() != 0:
         raise UserError('launcher = "slurm": Slurm\'s daemons run as root: run isthmus as root')
+    missing = [c for c in PROGRAMS if shutil.which(c) is None]
+    if missing:
+        raise UserError(
+            f'launcher = "slurm": {", ".join(missing)} not found: expected Debian\'s slurmctld, '
+            "slurmd, slurm-client and munge (scripts/install-deps.sh installs them)"
+        )
     (state / "slurm").mkdir(parents=True, exist_ok=True)
     pids: list[int] = []
     if owner_pid:
@@ -189,35 +198,12 @@ def start(
             pids.append(
                 subprocess.Popen(
                     keeper, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                    start_new_session=True,  # a Ctrl-C at the terminal is the run's to handle
                     preexec_fn=_die_with_parent,
                 ).pid
             )  # fmt: skip
     for s in clusters:
-        d = cluster_dir(state, s.name)
-        for sub in ("munge", "state", "log", "node-tmp", *(f"spool/{h}" for h, _ in s.nodes)):
-            (d / sub).mkdir(parents=True, exist_ok=True)
-        (d / "munge").chmod(0o700)
-        key = d / "munge" / "key"
-        key.write_bytes(secrets.token_bytes(1024))  # the site's own key
-        key.chmod(0o400)
-        conf = conf_path(state, s.name)
-        conf.write_text(slurm_conf(s, d))
-        (d / "mpi.conf").write_text(f"PMIxCliTmpDirBase={d / 'node-tmp'}\n")
-        m = d / "munge"
-        munged = ["munged", "--foreground", "--force", f"--socket={m / 'socket'}",
-                  f"--key-file={key}", f"--log-file={m / 'log'}", f"--pid-file={m / 'pid'}",
-                  f"--seed-file={m / 'seed'}"]  # fmt: skip
-        pids.append(_spawn(munged, d / "log" / "munged.out"))
-        _record(state, pids)
-        _wait_for((m / "socket").exists, 10.0, f"munged of cluster {s.name}", m / "log")
-        ctld = ["slurmctld", "-D", "-f", str(conf)]
-        pids.append(_spawn(_in_host(net, s.login, [], ctld), d / "log" / "slurmctld.out"))
-        _record(state, pids)
-        for host, _ in s.nodes:
-            slurmd = ["slurmd", "-D", "-f", str(conf)]
-            cmd = _in_host(net, host, _node_setup(d, host), slurmd)
-            pids.append(_spawn(cmd, d / "log" / f"slurmd-{host}.out"))
-            _record(state, pids)
+        _start_cluster(s, net, state, pids)
     for s in clusters:
         _wait_for(
             functools.partial(_all_idle, net, state, s),
@@ -226,6 +212,36 @@ def start(
             cluster_dir(state, s.name) / "log" / "slurmctld.log",
         )
     return clusters
+
+
+def _start_cluster(s: SlurmCluster, net: str, state: Path, pids: list[int]) -> None:
+    """Write one cluster's files and start its munged, slurmctld and slurmds (their pids
+    appended to pids and recorded as each starts)."""
+    d = cluster_dir(state, s.name)
+    for sub in ("munge", "state", "log", "node-tmp", *(f"spool/{h}" for h, _ in s.nodes)):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    m = d / "munge"
+    m.chmod(0o700)
+    key = m / "key"
+    key.write_bytes(secrets.token_bytes(1024))  # the site's own key
+    key.chmod(0o400)
+    conf = conf_path(state, s.name)
+    conf.write_text(slurm_conf(s, d))
+    (d / "mpi.conf").write_text(f"PMIxCliTmpDirBase={d / 'node-tmp'}\n")
+    munged = ["munged", "--foreground", "--force", f"--socket={m / 'socket'}",
+              f"--key-file={key}", f"--log-file={m / 'log'}", f"--pid-file={m / 'pid'}",
+              f"--seed-file={m / 'seed'}"]  # fmt: skip
+    pids.append(_spawn(munged, d / "log" / "munged.out"))
+    _record(state, pids)
+    _wait_for((m / "socket").exists, 10.0, f"munged of cluster {s.name}", m / "log")
+    ctld = ["slurmctld", "-D", "-f", str(conf)]
+    pids.append(_spawn(_in_host(net, s.login, [], ctld), d / "log" / "slurmctld.out"))
+    _record(state, pids)
+    for host, _ in s.nodes:
+        slurmd = ["slurmd", "-D", "-f", str(conf)]
+        pids.append(_spawn(_in_host(net, host, _node_setup(d, host), slurmd),
+                           d / "log" / f"slurmd-{host}.out"))  # fmt: skip
+        _record(state, pids)
 
 
 def _wait_for(ready: Callable[[], bool], seconds: float, what: str, log: Path) -> None:

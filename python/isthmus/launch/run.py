@@ -159,7 +159,10 @@ def _show_ranks(
     for i, site in enumerate(lplan.sites):
         where = status_dir / f"site-{i}" if lplan.zip is not None else status_dir
         started = sum(1 for _ in where.glob("pid-*"))
-        state = coallocation.describe(jobs[site.name]) if site.name in jobs else site.name
+        # a site without an allocation here runs in a job allocated by `run --sites`
+        state = (
+            coallocation.describe(jobs[site.name]) if site.name in jobs else f"{site.name}: running"
+        )
         parts.append(f"{state}, {started}/{len(site.ranks)} ranks started")
     progress.show(parts)
 
@@ -197,7 +200,7 @@ def _carry_out(
         ranks = {site.name: list(site.ranks) for site in lplan.sites}
         batch = [coallocation.record(a, ranks[a.site]) for a in allocations]
         shown = functools.partial(_show_ranks, progress, lplan, allocations, status_dir)
-        tick = shown if allocations else None
+        tick = shown if allocations or req.slurm_job else None
         if lplan.zip is not None:
             launchers, forwarders = site_processes(
                 lplan, impl, netname, layer_env, argv, status_dir, jobs
