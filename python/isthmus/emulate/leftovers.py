@@ -1,11 +1,16 @@
 """What killed runs leave behind, and removing it: a run killed outright (SIGKILL) cannot
 take its network down; its router and ranks die with it, its namespaces stay. The next
 `isthmus run` removes the networks of runs that no longer exist, `isthmus net down --all`
-every network isthmus made; both say what they removed and whose it was."""
+every network isthmus made and what is left of networks whose state is gone (namespaces
+and whatever runs in them, Slurm and munge daemons, CPU cgroups); both say what they
+removed and whose it was."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -54,10 +59,37 @@ def down_all() -> dict[str, list[str]]:
     stray: list[str] = []
     if namespaces := net.existing_namespaces(""):
         for ns in namespaces:
+            done = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+            for word in done.stdout.split():  # a daemon or rank of a network whose state is gone
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    os.kill(int(word), signal.SIGKILL)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         stray += namespaces
+    if daemons := stray_daemons():
+        for pid in daemons:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        stray.append(f"Slurm and munge daemons of removed networks (pids {daemons})")
     for name in dilation.leftover_cgroups():  # CPU caps of a network whose state is gone
         stray += dilation.remove_cgroups(name)
     if stray:
         removed[""] = stray
     return removed
+
+
+def stray_daemons() -> list[int]:
+    """munged, slurmctld and slurmd processes whose files are under the state directory of
+    a network that no longer has one (its state was removed while they ran)."""
+    where = re.compile(re.escape(str(net.STATE_ROOT)) + r"/([a-z0-9-]+)/slurm/")
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        m = where.search(args)
+        if m and not net.state_dir(m.group(1)).exists():
+            out.append(int(proc.name))
+    return out
