@@ -30,15 +30,22 @@ def require_platform(exp: Experiment) -> None:
         )
 
 
+def named_tables(exp: Experiment, key: str, one: str) -> list[dict[str, Any]]:
+    """params.KEY: a non-empty list of tables, each with a name (one-line errors)."""
+    items = exp.params.get(key)
+    if not isinstance(items, list) or not items:
+        raise UserError(f"{exp.path}: params.{key}: expected a list of {one}s")
+    for c in items:
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise UserError(f"{exp.path}: params.{key}: each {one} needs a name")
+    return items
+
+
 def check_cases(exp: Experiment, platform: bool = True) -> list[dict[str, Any]]:
     """params.cases: a non-empty list of tables, each with a name and (unless platform is
     False) a platform file of the checkout (one-line errors naming the case); the list."""
-    cases = exp.params.get("cases")
-    if not isinstance(cases, list) or not cases:
-        raise UserError(f"{exp.path}: params.cases: expected a list of cases")
+    cases = named_tables(exp, "cases", "case")
     for c in cases:
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise UserError(f"{exp.path}: params.cases: each case needs a name")
         if platform and not (paths.ROOT / str(c.get("platform"))).is_file():
             raise UserError(f"{exp.path}: params.cases: case {c['name']!r}: no platform file")
     return cases

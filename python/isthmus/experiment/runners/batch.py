@@ -36,7 +36,7 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
-from isthmus.experiment.runners import check_cases, isthmus, spread_stats
+from isthmus.experiment.runners import check_cases, isthmus, named_tables, spread_stats
 
 PARAMS = {"apps", "cases", "reference", "timeout"}
 
@@ -49,12 +49,7 @@ def check(exp: Experiment) -> None:
     for c in cases:
         if "against" in c and c["against"] not in names:
             raise UserError(f"{exp.path}: case {c['name']!r}: against: no such case")
-    apps = exp.params.get("apps")
-    if not isinstance(apps, list) or not apps:
-        raise UserError(f"{exp.path}: params.apps: expected a list of applications")
-    for a in apps:
-        if not isinstance(a, dict) or not isinstance(a.get("name"), str):
-            raise UserError(f"{exp.path}: params.apps: each application needs a name")
+    for a in named_tables(exp, "apps", "application"):
         if a.get("mpi") not in exp.mpis or not isinstance(a.get("command"), list):
             raise UserError(f"{exp.path}: app {a['name']!r}: expected mpi (of mpis) and command")
         try:
