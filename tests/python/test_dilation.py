@@ -148,12 +148,13 @@ def test_router_scales_delays_and_rates(isthmus: Run) -> None:
             result: dict[str, float] = json.loads(done.stdout)
             return result
 
-        # real RTT = K x 2 x (2 ms + 25 us LAN port): at least that, within 3% above (the
-        # medians here are 2.0-2.6% above, from the probe's and the router's wake-ups on
-        # this 2-core machine; the target, max(50 us, 2%), is held in net/selftest-dilated,
-        # where nothing else runs)
+        # real RTT = K x 2 x (2 ms + 25 us LAN port): at least that, within 10% above (a
+        # delay scaled in the wrong units is 4x off: this checks the scaling; the medians
+        # here are 2.0-3.0% above, from the probe's and the router's wake-ups on this
+        # 2-core machine under the full suite; the target, max(50 us, 2%), is held in
+        # net/selftest-dilated, where nothing else runs)
         r = probe("rtt", "198.18.2.1", "--udp", "--count", "20")
-        assert 4 * 4.05e3 <= r["median_us"] <= 4 * 4.05e3 * 1.03, r
+        assert 4 * 4.05e3 <= r["median_us"] <= 4 * 4.05e3 * 1.1, r
         status = json.loads(isthmus("net", "status", "--name", name, "--json").stdout)
         assert status["dilation"] == 4
         # dilated, the devices carry jumbo frames (docs/dilation.md)

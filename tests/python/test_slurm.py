@@ -72,7 +72,8 @@ def test_jobs_leave_the_queue_and_net_down_stops_slurm(
     isthmus: Run, apps: dict[tuple[str, str], Path]
 ) -> None:
     """On a network that stays up: after the run both queues are empty (the jobs were
-    cancelled, not left holding their nodes); `net down` stops every daemon."""
+    cancelled, not left holding their nodes), also after a run killed by SIGKILL; `net
+    down` stops every daemon."""
     up = isthmus("net", "up", "-p", ROUTED, "--name", "slq")
     try:
         assert up.returncode == 0, up.stderr
@@ -81,6 +82,22 @@ def test_jobs_leave_the_queue_and_net_down_stops_slurm(
                        apps[("openmpi", "zip_check")])  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         end = time.monotonic() + 15  # MinJobAge=2: a cancelled job leaves within seconds
+        while time.monotonic() < end and (squeue("slq", "east", "east0")
+                                          or squeue("slq", "west", "west0")):  # fmt: skip
+            time.sleep(0.5)
+        assert squeue("slq", "east", "east0") == "" and squeue("slq", "west", "west0") == ""
+
+        # killed outright while its ranks run: its keeper cancels both jobs
+        run = subprocess.Popen(
+            [ISTHMUS, "run", "-p", ROUTED, "--net", "slq", "--timeout", "120s", "--",
+             apps[("openmpi", "sleeper")], "60"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert run.stdout is not None and run.stdout.readline().strip() == "ready"
+        assert squeue("slq", "east", "east0") and squeue("slq", "west", "west0")
+        run.kill()
+        run.wait()
+        end = time.monotonic() + 10
         while time.monotonic() < end and (squeue("slq", "east", "east0")
                                           or squeue("slq", "west", "west0")):  # fmt: skip
             time.sleep(0.5)

@@ -17,7 +17,7 @@ own for PMIx's per-job directories (spmix_appdir_UID_JOB.STEP, the same name on 
 node). Ranks started by slurmstepd inherit all of it.
 
 `down` stops the daemons and whatever they started (the ranks of a job still running),
-also after the `isthmus run` that made the network was killed (keeper, below).
+also after the `isthmus run` that made the network was killed (emulate/keeper.py).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from isthmus.config.platform import Platform
+from isthmus.emulate import keeper
 from isthmus.emulate.plan import NetworkPlan, netns_name
 from isthmus.errors import UserError
 
@@ -192,16 +193,9 @@ def start(
         )
     (state / "slurm").mkdir(parents=True, exist_ok=True)
     pids: list[int] = []
-    if owner_pid:
-        keeper = [sys.executable, "-m", "isthmus.emulate.slurm", net, str(state), str(owner_pid)]
-        with open(state / "slurm" / "keeper.log", "ab") as out:
-            pids.append(
-                subprocess.Popen(
-                    keeper, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                    start_new_session=True,  # a Ctrl-C at the terminal is the run's to handle
-                    preexec_fn=_die_with_parent,
-                ).pid
-            )  # fmt: skip
+    if owner_pid:  # the run that made the network may be killed outright
+        stop_all = [sys.executable, "-m", "isthmus.emulate.slurm", "stop", net, str(state)]
+        pids.append(keeper.spawn(owner_pid, [stop_all], state / "slurm" / "keeper.log"))
     for s in clusters:
         _start_cluster(s, net, state, pids)
     for s in clusters:
@@ -288,7 +282,7 @@ def stop(state: Path, net: str) -> list[str]:
     pids += namespace_pids(net)
     alive = [p for p in dict.fromkeys(pids) if _signal(p, signal.SIGTERM)]
     end = time.monotonic() + STOP_GRACE_SECONDS
-    while time.monotonic() < end and any(_exists(p) for p in alive):
+    while time.monotonic() < end and any(keeper.alive(p) for p in alive):
         time.sleep(0.05)
     for p in alive:
         _signal(p, signal.SIGKILL)
@@ -314,36 +308,6 @@ def _signal(pid: int, sig: int) -> bool:
         return False
 
 
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
-            return False  # a zombie: it has stopped
-    return True
-
-
-def _die_with_parent() -> None:
-    """In the keeper: SIGTERM when the `isthmus run` that started it dies."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def keep(net: str, state: Path, owner_pid: int) -> None:
-    """The keeper: wait for SIGTERM; then, if the run that made the network is gone
-    (killed: it could not take its network down), stop its Slurm. When the run itself
-    stops the network, the run lives and the keeper just ends."""
-    received: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
-    while not received:
-        signal.pause()
-    if not _exists(owner_pid):
-        stop(state, net)
-
-
-if __name__ == "__main__":
-    keep(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]))
+if __name__ == "__main__":  # the keeper's command: python -m isthmus.emulate.slurm stop NET STATE
+    if sys.argv[1:2] == ["stop"]:
+        stop(Path(sys.argv[3]), sys.argv[2])

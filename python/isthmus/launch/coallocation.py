@@ -8,7 +8,7 @@ allocated, without a process of ours in it, until `scancel`. Every site's job st
 polled with squeue. When one site's job has not started within the timeout, every
 site's job is cancelled and the run ends with one line naming the site and its job state
 and reason. Whatever ends the run (its end, a failure, Ctrl-C, SIGTERM) cancels every
-job it submitted; a run killed outright leaves its jobs to its network's teardown.
+job it submitted; a run killed outright has a keeper (emulate/keeper.py) cancel them.
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ import contextlib
 import functools
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from isthmus.emulate import net, slurm
+from isthmus.emulate import keeper, net, slurm
 from isthmus.errors import UserError
 from isthmus.launch.plan import LaunchPlan
 
@@ -81,6 +83,11 @@ class Progress:
         if self.tty and self.last:
             sys.stderr.write("\n")
             sys.stderr.flush()
+
+
+def job_name() -> str:
+    """The name of every Slurm job this run submits (scancel --name finds them)."""
+    return f"isthmus-{os.getpid()}"
 
 
 def describe(a: Allocation) -> str:
@@ -142,6 +149,13 @@ def coallocated(
     if not allocations:
         yield allocations
         return
+    # killed outright, this run cannot cancel its jobs: its keeper does
+    name = job_name()
+    guard = keeper.spawn(
+        os.getpid(),
+        [a.access(["scancel", f"--name={name}"]) for a in allocations],
+        Path(os.devnull),
+    )
     try:
         for a in allocations:
             a.submitted, a.submitted_unix = time.monotonic(), time.time()
@@ -182,6 +196,8 @@ def coallocated(
         yield allocations
     finally:
         cancel(allocations)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(guard, signal.SIGTERM)  # we live: it just ends
 
 
 def for_plan(lplan: LaunchPlan, netname: str) -> list[Allocation]:
@@ -193,7 +209,7 @@ def for_plan(lplan: LaunchPlan, netname: str) -> list[Allocation]:
             slurm.command, netname, net.state_dir(netname), site.name, site.login
         )
         salloc = [
-            f"--job-name=isthmus-{netname}", f"--partition={site.partition}",
+            f"--job-name={job_name()}", f"--partition={site.partition}",
             f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}",
             f"--ntasks={len(site.ranks)}",
         ]  # fmt: skip

@@ -79,7 +79,7 @@ def allocations(req: SitesRequest) -> list[coallocation.Allocation]:
             s.name,
             RemoteCommand(s.login),
             [
-                f"--job-name=isthmus-{os.getpid()}",
+                f"--job-name={coallocation.job_name()}",
                 f"--partition={s.partition}",
                 f"--nodes={s.nodes}",
                 f"--ntasks={s.ranks}",
