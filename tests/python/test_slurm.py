@@ -136,7 +136,8 @@ def test_sigkill_of_the_run_leaves_no_daemon(apps: dict[tuple[str, str], Path]) 
 
 def test_net_down_all_stops_the_daemons_of_a_network_whose_state_is_gone(isthmus: Run) -> None:
     """The state directory removed under running daemons (a crash, a hand): `net down
-    --all` still finds them, by the namespaces and by their files' paths, and stops them."""
+    --all` still finds them and the router, by the namespaces and by their files' paths,
+    and stops them."""
     up = isthmus("net", "up", "-p", ROUTED, "--name", "slx")
     try:
         assert up.returncode == 0, up.stderr
@@ -145,11 +146,13 @@ def test_net_down_all_stops_the_daemons_of_a_network_whose_state_is_gone(isthmus
     finally:
         down = isthmus("net", "down", "--all")
     assert down.returncode == 0, down.stderr
-    assert "Slurm and munge daemons of removed networks" in down.stdout, down.stdout
+    assert "routers and Slurm daemons of removed networks" in down.stdout, down.stdout
     end = time.monotonic() + 5
     while time.monotonic() < end and live_daemons("/run/isthmus/slx/"):
         time.sleep(0.1)
     assert live_daemons("/run/isthmus/slx/") == [] and "ist-slx" not in namespaces()
+    router = subprocess.run(["pgrep", "-f", "isthmus-router /run/isthmus/slx/"])
+    assert router.returncode == 1, "the network's router was left running"
 
 
 def test_a_site_that_never_starts_cancels_the_other(

@@ -69,7 +69,7 @@ def down_all() -> dict[str, list[str]]:
         for pid in daemons:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        stray.append(f"Slurm and munge daemons of removed networks (pids {daemons})")
+        stray.append(f"routers and Slurm daemons of removed networks (pids {daemons})")
     for name in dilation.leftover_cgroups():  # CPU caps of a network whose state is gone
         stray += dilation.remove_cgroups(name)
     if stray:
@@ -78,9 +78,9 @@ def down_all() -> dict[str, list[str]]:
 
 
 def stray_daemons() -> list[int]:
-    """munged, slurmctld and slurmd processes whose files are under the state directory of
-    a network that no longer has one (its state was removed while they ran)."""
-    where = re.compile(re.escape(str(net.STATE_ROOT)) + r"/([a-z0-9-]+)/slurm/")
+    """The router, munged, slurmctld and slurmd processes whose files are under the state
+    directory of a network that no longer has one (it was removed while they ran)."""
+    where = re.compile(re.escape(str(net.STATE_ROOT)) + r"/([a-z0-9-]+)/")
     out = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
