@@ -91,3 +91,9 @@ def test_size_cases_shared_with_c(text: str, want: str) -> None:
             parse_size(text)
     else:
         assert parse_size(text) == int(want)
+
+
+def test_a_rate_too_large_once_scaled_is_one_line() -> None:
+    """Hypothesis found '1.7555597020139804e+305KiB': finite, but infinite as a rate."""
+    with pytest.raises(UnitError, match="is too large"):
+        parse_rate("1.7555597020139804e+305KiB")

@@ -87,7 +87,10 @@ def parse_rate(text: str | int | float) -> float:
         )
     scale = _PREFIX[m.group("prefix")]
     bits = m.group("base") in ("bit", "b")
-    return value * scale / (8.0 if bits else 1.0)
+    rate = value * scale / (8.0 if bits else 1.0)
+    if not math.isfinite(rate):  # '1.8e305KiB': finite, but not once scaled
+        raise UnitError(f"rate {text!r} is too large: expected at most {sys.float_info.max:g} B/s")
+    return rate
 
 
 def format_duration(seconds: float) -> str:
