@@ -21,9 +21,7 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """In a child, before exec: SIGTERM when the process that started it dies (a run's
-    router, launchers and keepers: nothing of a killed run is orphaned)."""
+def _die_with_parent() -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -36,7 +34,7 @@ def spawn(owner_pid: int, commands: list[list[str]], log: Path) -> int:
             argv + [json.dumps(c) for c in commands],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out,
             start_new_session=True,  # a Ctrl-C at the terminal is the run's to handle
-            preexec_fn=die_with_parent,
+            preexec_fn=_die_with_parent,
         ).pid  # fmt: skip
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from isthmus.config import paths
 from isthmus.config.platform import MTU_RANGE, Platform, TcpSettings, parse_link
 from isthmus.emulate import dilation as scale
-from isthmus.emulate import keeper, signals, slurm
+from isthmus.emulate import signals, slurm
 from isthmus.emulate.plan import (
     DEFAULT_MTU,
     DEFAULT_NAME,
@@ -259,6 +259,15 @@ def _path_mtu_routes(p: NetworkPlan, name: str, device_mtu: int) -> None:
             raise UserError(f"ip -n {ns} route add ... mtu lock: {done.stderr.strip() or 'failed'}")
 
 
+def _die_with_parent() -> None:
+    """In the router of a run's own network: SIGTERM when the run's isthmus dies."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def _start_router(conf: Path, log: Path, dies_with_parent: bool = False) -> int:
     with open(log, "w") as err:
         proc = subprocess.Popen(
@@ -266,7 +275,7 @@ def _start_router(conf: Path, log: Path, dies_with_parent: bool = False) -> int:
             stdout=subprocess.PIPE,
             stderr=err,
             start_new_session=True,
-            preexec_fn=keeper.die_with_parent if dies_with_parent else None,
+            preexec_fn=_die_with_parent if dies_with_parent else None,
         )
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 10.0)

@@ -1,4 +1,4 @@
-"""The launch plan of a run, built once and then carried out (run.py): the sites,
+"""The launch plan of an emulated run, built once and then carried out (run.py): the sites,
 each one native MPI job with its world ranks, the hosts they run on, and the launcher
 that starts it, and the forwarders that join several sites into one MPI_COMM_WORLD.
 
@@ -19,13 +19,15 @@ from isthmus.config.platform import Platform
 from isthmus.emulate.plan import CONTROL_HOST, make_plan
 from isthmus.launch import zipper
 
+LAUNCHER_KINDS = ("mpi", "slurm")  # the MPI's own launcher, or the cluster's Slurm
+
 
 @dataclass(frozen=True)
 class Site:
     clusters: tuple[str, ...]
     ranks: tuple[int, ...]  # its world ranks, in the order of its job's ranks
     hosts: tuple[str, ...]  # the host of each of those ranks
-    launcher: str  # one of config.topology.LAUNCHERS: "mpi" or "slurm"
+    launcher: str  # one of LAUNCHER_KINDS
     login: str  # the host whose namespace its launcher runs in
     partition: str = ""  # a Slurm site's
 
@@ -56,22 +58,6 @@ def site_groups(platform: Platform) -> list[list[str]]:
     return sorted(groups, key=lambda g: order.index(g[0]))
 
 
-def _site(platform: Platform, clusters: list[str], ranks: tuple[int, ...], mpi_login: str) -> Site:
-    """A site of these clusters and world ranks: a Slurm cluster's launcher runs on its
-    login host, the MPI's own on mpi_login."""
-    c = platform.cluster(clusters[0])
-    slots = platform.rank_slots()
-    slurm = c.batch.launcher == "slurm"
-    return Site(
-        tuple(clusters),
-        ranks,
-        tuple(slots[r].host for r in ranks),
-        c.batch.launcher,
-        platform.login_host(c) if slurm else mpi_login,
-        c.batch.partition if slurm else "",
-    )
-
-
 def _joins_all(clusters: tuple[str, ...], groups: list[list[str]]) -> bool:
     """True when a zipper joining these clusters reaches every site."""
     return all(set(g) & set(clusters) for g in groups)
@@ -90,8 +76,21 @@ def make(
     groups = site_groups(platform)
     slots = platform.rank_slots()
     if len(groups) == 1:
-        only = _site(platform, groups[0], tuple(range(nranks)), CONTROL_HOST)
-        return LaunchPlan((only,), None)
+        c = platform.cluster(groups[0][0])
+        slurm = c.batch.launcher == "slurm"
+        return LaunchPlan(
+            (
+                Site(
+                    tuple(groups[0]),
+                    tuple(range(nranks)),
+                    tuple(s.host for s in slots[:nranks]),
+                    c.batch.launcher,
+                    platform.login_host(c) if slurm else CONTROL_HOST,
+                    c.batch.partition if slurm else "",
+                ),
+            ),
+            None,
+        )
     addresses = {h.name: h.address for h in make_plan(platform).hosts}
     hosts = None
     joined = any(_joins_all(z.clusters, groups) for z in platform.zippers)
@@ -99,9 +98,20 @@ def make(
         first = platform.slurm_clusters()[0]  # sites of routed clusters: Slurm's split them
         hosts = [platform.login_host(first)]
     zplan = zipper.plan(platform, addresses, groups, hosts)
-    # the MPI's own launcher of a site of several runs where the site's first rank does
-    sites = [
-        _site(platform, g, ranks, slots[ranks[0]].host)
-        for g, ranks in ((g, tuple(zplan.site_ranks(i))) for i, g in enumerate(groups))
-    ]
+    sites = []
+    for i, g in enumerate(groups):
+        ranks = tuple(zplan.site_ranks(i))
+        c = platform.cluster(g[0])
+        slurm = c.batch.launcher == "slurm"
+        sites.append(
+            Site(
+                tuple(g),
+                ranks,
+                tuple(slots[r].host for r in ranks),
+                c.batch.launcher,
+                # the MPI's own launcher runs where the site's first rank does
+                platform.login_host(c) if slurm else slots[ranks[0]].host,
+                c.batch.partition if slurm else "",
+            )
+        )
     return LaunchPlan(tuple(sites), zplan)

@@ -5,6 +5,7 @@ grace a process gets before it is killed."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from typing import IO
 
 from isthmus.config import paths
 from isthmus.config.platform import Platform
-from isthmus.emulate import keeper, signals
+from isthmus.emulate import signals
 from isthmus.emulate.plan import netns_name
 from isthmus.launch import mpi
 from isthmus.launch.coallocation import Access
@@ -30,6 +31,13 @@ EXIT_NETWORK_FAILED = 125
 
 
 KILL_GRACE_SECONDS = 5.0
+
+
+def _die_with_parent() -> None:
+    """In the launcher's child: get SIGTERM if isthmus itself dies, so no job is orphaned."""
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -63,7 +71,7 @@ def launch(
     on_timeout runs when the deadline passes, before anything is stopped; tick at every
     look at the launcher (twice a second: the progress line)."""
     proc = subprocess.Popen(
-        cmd, env=env, start_new_session=True, preexec_fn=keeper.die_with_parent, stdout=stdout
+        cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
     )
 
     received: list[int] = []
@@ -138,11 +146,7 @@ def launch_all(
     every = forwarders + launchers
     for p in every:
         p.proc = subprocess.Popen(
-            p.cmd,
-            env=p.env,
-            start_new_session=True,
-            preexec_fn=keeper.die_with_parent,
-            stdout=stdout,
+            p.cmd, env=p.env, start_new_session=True, preexec_fn=_die_with_parent, stdout=stdout
         )
     received: list[int] = []
 
