@@ -205,7 +205,10 @@ static void measure_class(const char *cls, int peer, char *buf, const struct ben
             measure_train(me, peer, buf, m, n, o, &train);
             g = (mean(&train) - mrtt) / (n - 1);
         }
-        if (g < 0) g = 0;
+        /* the gap is the least interval between consecutive sends (Kielmann et al.), so
+         * never less than one send's overhead; a train whose end fell within the round
+         * trip's noise (a loaded host) says no more than that */
+        if (g < mean(&os)) g = mean(&os);
         /* or(m) was timed by the peer: bring it to rank 0. */
         double orv[2] = {mean(&orecv), ci_rel(&orecv)};
         int orn = orecv.n;
