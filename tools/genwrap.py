@@ -64,6 +64,7 @@ F2C_HANDLE = {
     "MPI_Comm": "PMPI_Comm_f2c",
     "MPI_Datatype": "PMPI_Type_f2c",
     "MPI_Win": "PMPI_Win_f2c",
+    "MPI_File": "PMPI_File_f2c",
 }
 
 
@@ -82,6 +83,11 @@ class Param:
     @property
     def base(self) -> str:
         return self.ctype.replace("const", "").replace("*", "").strip()
+
+    @property
+    def string(self) -> bool:
+        """A character string: in Fortran, a hidden length follows the arguments."""
+        return self.base == "char"
 
 
 @dataclass(frozen=True)
@@ -143,16 +149,40 @@ def parse_list(path: Path) -> list[Function]:
             recorder, args = r.group(1), [a.strip() for a in r.group(2).split(",")]
             names = {p.name for p in params}
             for a in args:
-                if a not in names:
+                if old_value(a) not in names:
                     sys.exit(f"{where}: record argument '{a}' is not a parameter")
         functions.append(Function(group, m.group(1), params, recorder, args))
     return functions
 
 
+def old_value(arg: str) -> str:
+    """The parameter a record argument names: x for old(x), the value *x had before the
+    call (MPI_File_close sets the handle it closes to MPI_FILE_NULL)."""
+    m = re.fullmatch(r"old\((\w+)\)", arg)
+    return m.group(1) if m else arg
+
+
+def record_arg(arg: str) -> str:
+    """The C expression a recorder gets for a record argument (old(x): ist_old_x)."""
+    return f"ist_old_{old_value(arg)}" if arg != old_value(arg) else arg
+
+
+def keep_old_values(f: Function, fortran: bool = False) -> str:
+    """Before the call: the values old(x) names, in C (from the Fortran handle: fortran)."""
+    out = ""
+    for a in f.record_args:
+        if a == old_value(a):
+            continue
+        p = next(p for p in f.params if p.name == old_value(a))
+        value = f"{F2C_HANDLE[p.base]}(*{p.name}_f)" if fortran else f"*{p.name}"
+        out += f"    const {p.base} {record_arg(a)} = {value};\n"
+    return out
+
+
 def record_call(f: Function, pc: str = "__builtin_return_address(0)") -> str:
     """The recorders after a call; a blocking collective also records its call site, pc
     (the caller's return address), and then what its WAN-aware algorithm sent."""
-    args = "".join(f", {a}" for a in f.record_args)
+    args = "".join(f", {record_arg(a)}" for a in f.record_args)
     wan = ""
     if f.group == "coll":
         wan = f" ist_rec_site({f.enum}, {pc}, ist_dt); ist_rec_wan({f.enum});"
@@ -325,7 +355,7 @@ static int ist_sites_{f.name[4:]}({decl})
 int {f.name}({decl})
 {{
 {zip_}    if (IST_PASS_THROUGH()) return {call};
-{status}    ist_depth++;
+{status}{keep_old_values(f)}    ist_depth++;
     const uint64_t ist_t0 = ist_ticks();
     const int ist_rc = {call};
     const uint64_t ist_dt = ist_ticks() - ist_t0;
@@ -344,6 +374,16 @@ def fortran_conversion(p: Param) -> str | None:
         return f"const int *{p.name} = (const int *){p.name}_f;"
     if p.base in F2C_HANDLE and not p.array and "*" not in p.ctype:
         return f"const {p.base} {p.name} = {F2C_HANDLE[p.base]}(*{p.name}_f);"
+    if p.base in F2C_HANDLE and not p.array:  # a handle the call returned
+        return (
+            f"{p.base} ist_c_{p.name} = {F2C_HANDLE[p.base]}(*{p.name}_f); "
+            f"{p.base} *{p.name} = &ist_c_{p.name};"
+        )
+    if p.string:  # blank-padded, not terminated: up to its hidden length
+        return (
+            f"char ist_s_{p.name}[4096]; const char *{p.name} = ist_fstring({p.name}_f, "
+            f"{p.name}_len, ist_s_{p.name}, sizeof ist_s_{p.name});"
+        )
     if p.base == "MPI_Status" and "*" in p.ctype:
         return (
             f"MPI_Status ist_cstatus; PMPI_Status_f2c({p.name}_use, &ist_cstatus); "
@@ -498,24 +538,33 @@ def fortran_zip_argument(f: Function, p: Param) -> tuple[list[str], str, list[st
     return [], f"PMPI_{kind}_f2c(*{n})", []
 
 
+def fortran_type(p: Param) -> str:
+    return "void *" if "void" in p.ctype else "char *" if p.string else "MPI_Fint *"
+
+
+def fortran_lengths(f: Function) -> list[str]:
+    """The hidden lengths of a Fortran call's strings, after its ierr (gfortran: size_t)."""
+    return [f"{p.name}_len" for p in f.params if p.string]
+
+
 def gen_fortran_zip(f: Function) -> str:
     """Under zipper forwarding a Fortran call goes to the C wrapper, which carries it across
     forwarders or passes it to the MPI: Open MPI's Fortran entries would call PMPI_X, past
     the layer (MPICH's reach the C MPI_X by themselves)."""
-    fdecl = ", ".join(
-        ("void *" if "void" in p.ctype else "MPI_Fint *") + f"{p.name}_f" for p in f.params
-    )
+    fdecl = ", ".join(fortran_type(p) + f"{p.name}_f" for p in f.params)
+    lengths = "".join(f", size_t {n}" for n in fortran_lengths(f))
     parts = [fortran_zip_argument(f, p) for p in f.params]
-    if any(x is None for x in parts):
-        body = "(void)ierr;\n    return 0;"
-    else:
+    if all(x is not None for x in parts):
         setup = [line for x in parts if x for line in x[0]]
         after = [line for x in parts if x for line in x[2]]
         args = ", ".join(x[1] for x in parts if x)
         body = "\n    ".join([*setup, f"*ierr = (MPI_Fint){f.name}({args});", *after, "return 1;"])
-    unused = " ".join(f"(void){p.name}_f;" for p in f.params)
+    names = [*(f"{p.name}_f" for p in f.params), *fortran_lengths(f)]
+    unused = " ".join(f"(void){n};" for n in names)
+    if any(x is None for x in parts):
+        body = f"(void)ierr; {unused}\n    return 0;"
     return f"""
-static inline int ist_fzip_{f.name}({fdecl}, MPI_Fint *ierr)
+static inline int ist_fzip_{f.name}({fdecl}, MPI_Fint *ierr{lengths})
 {{
 #ifdef OPEN_MPI
     {body}
@@ -530,13 +579,15 @@ static inline int ist_fzip_{f.name}({fdecl}, MPI_Fint *ierr)
 
 def gen_fortran_wrapper(f: Function) -> str:
     lower = f.name.lower()
-    fparams = [("void *" if "void" in p.ctype else "MPI_Fint *") + f"{p.name}_f" for p in f.params]
-    fdecl = ", ".join([*fparams, "MPI_Fint *ierr"])
-    ftypes = ", ".join(("void *" if "void" in p.ctype else "MPI_Fint *") for p in f.params)
-    pass_args = ", ".join([*(f"{p.name}_f" for p in f.params), "ierr"])
+    lengths = fortran_lengths(f)
+    fparams = [fortran_type(p) + f"{p.name}_f" for p in f.params]
+    fdecl = ", ".join([*fparams, "MPI_Fint *ierr", *(f"size_t {n}" for n in lengths)])
+    ftypes = ", ".join(fortran_type(p) for p in f.params)
+    hidden = "".join(", size_t" for _ in lengths)
+    pass_args = ", ".join([*(f"{p.name}_f" for p in f.params), "ierr", *lengths])
 
     by_name = {p.name: p for p in f.params}
-    conversions = [fortran_conversion(by_name[a]) for a in f.record_args]
+    conversions = [fortran_conversion(by_name[a]) for a in f.record_args if a == old_value(a)]
     record_args = f.record_args
     recorder = f.recorder
     if any(c is None for c in conversions):
@@ -550,9 +601,15 @@ def gen_fortran_wrapper(f: Function) -> str:
             "    MPI_Fint *status_use = status_f == MPI_F_STATUS_IGNORE ? ist_fstatus : status_f;\n"
         )
         timed_args = ", ".join(
-            [*("status_use" if p.name == "status" else f"{p.name}_f" for p in f.params), "ierr"]
+            [
+                *("status_use" if p.name == "status" else f"{p.name}_f" for p in f.params),
+                "ierr",
+                *lengths,
+            ]
         )
-    rec_args = "".join(f", {a}" for a in record_args)
+    rec_args = "".join(f", {record_arg(a)}" for a in record_args)
+    if record_args:
+        status_setup += keep_old_values(f, fortran=True)
     convert = " ".join(c for c in conversions if c)
     body_name = f"ist_fbody_{f.name}"
     wan = ""
@@ -566,7 +623,7 @@ def gen_fortran_wrapper(f: Function) -> str:
     if not any("void" in p.ctype for p in f.params):
         mpich_f08 = (
             f"#ifdef IST_MPICH_F08\n"
-            f"extern void pmpir{lower[3:]}_f08_({ftypes}, MPI_Fint *);\n"
+            f"extern void pmpir{lower[3:]}_f08_({ftypes}, MPI_Fint *{hidden});\n"
             f"void {lower}_f08_({fdecl})\n"
             f"{{ {body_name}(pmpir{lower[3:]}_f08_, {pc}, {pass_args}); }}\n"
             f"#endif\n"
@@ -582,8 +639,8 @@ def gen_fortran_wrapper(f: Function) -> str:
     timed_call = call.replace(f"pmpi({pass_args})", f"pmpi({timed_args})")
     zip_ = gen_fortran_zip(f)
     return f"""{hier}{zip_}
-typedef void (*ist_ftype_{f.name})({ftypes}, MPI_Fint *);
-extern void p{lower}_({ftypes}, MPI_Fint *);
+typedef void (*ist_ftype_{f.name})({ftypes}, MPI_Fint *{hidden});
+extern void p{lower}_({ftypes}, MPI_Fint *{hidden});
 static inline void {body_name}(ist_ftype_{f.name} pmpi, const void *ist_pc, {fdecl})
 {{
     (void)ist_pc;
@@ -599,7 +656,7 @@ static inline void {body_name}(ist_ftype_{f.name} pmpi, const void *ist_pc, {fde
 void {lower}_({fdecl}) {{ {body_name}(p{lower}_, {pc}, {pass_args}); }}
 {aliases}
 #ifdef IST_FORTRAN_F08
-extern void p{lower}_f08_({ftypes}, MPI_Fint *);
+extern void p{lower}_f08_({ftypes}, MPI_Fint *{hidden});
 void {lower}_f08_({fdecl}) {{ {body_name}(p{lower}_f08_, {pc}, {pass_args}); }}
 #endif
 {mpich_f08}"""
@@ -617,7 +674,20 @@ PREAMBLE = """/* Generated by tools/genwrap.py from src/layer/mpi_functions.txt:
 """
 
 
-FORTRAN_PREAMBLE = """#include <stdlib.h>
+FORTRAN_PREAMBLE = """#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A Fortran string (blank-padded, len characters) in C, for a recorder: trailing blanks
+ * dropped, cut to fit `size`. */
+static inline const char *ist_fstring(const char *s, size_t len, char *out, size_t size)
+{
+    while (len > 0 && s[len - 1] == ' ') len--;
+    if (len >= size) len = size - 1;
+    memcpy(out, s, len);
+    out[len] = '\\0';
+    return out;
+}
 
 #ifdef OPEN_MPI
 /* A Fortran status, in integers (Open MPI's mpi.h has no MPI_F_STATUS_SIZE). */

@@ -90,4 +90,11 @@ void ist_rec_reduce_scatter_block(enum ist_fn fn, uint64_t ticks, int recvcount,
                                   MPI_Datatype type, MPI_Comm comm);
 void ist_rec_scan(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, MPI_Comm comm);
 
+/* MPI-IO (profile_io.c): per file as well; old_fh is the handle MPI_File_close closed. */
+void ist_rec_io_open(enum ist_fn fn, uint64_t ticks, const char *filename, MPI_File *fh);
+void ist_rec_io_close(enum ist_fn fn, uint64_t ticks, MPI_File old_fh);
+void ist_rec_io_meta(enum ist_fn fn, uint64_t ticks, MPI_File fh);
+void ist_rec_io_read(enum ist_fn fn, uint64_t ticks, MPI_File fh, int count, MPI_Datatype type);
+void ist_rec_io_write(enum ist_fn fn, uint64_t ticks, MPI_File fh, int count, MPI_Datatype type);
+
 #endif

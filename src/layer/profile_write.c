@@ -19,7 +19,6 @@
 #include "profiler.h"
 #include "topology.h"
 #include "world.h"
-#include "world_calls.h"
 
 /* One nonzero bucket of one function on one rank, as sent to rank 0. */
 struct call_row {
@@ -46,18 +45,6 @@ struct rank_summary {
     double init_unix;
     int64_t pid;
 };
-
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
 
 static const char *implementation(void)
 {
@@ -176,7 +163,7 @@ static void write_sites(FILE *f, const struct site_row *rows, const int *counts,
         for (int i = 0; i < counts[r]; i++, k++) {
             const struct site_row *s = &rows[k];
             fprintf(f, "%s\n      [%d, \"%s\", ", first ? "" : ",", r, ist_fn_name[s->fn]);
-            json_string(f, s->object);
+            ist_json_string(f, s->object);
             fprintf(f, ", %llu, %llu, %llu, %.9f]", (unsigned long long)s->address,
                     (unsigned long long)s->calls, (unsigned long long)s->wan_calls, s->seconds);
             first = 0;
@@ -261,9 +248,9 @@ static void write_adaptation(FILE *f, int n, const struct ist_adapt_event *e, co
             for (int c = 0; c < e->nchanged; c++) {
                 fprintf(f, "%s[\"%s\", %ld, ", c ? ", " : "", ist_coll_names[e->changed[c].id],
                         e->changed[c].bytes);
-                json_string(f, e->changed[c].before);
+                ist_json_string(f, e->changed[c].before);
                 fputs(", ", f);
-                json_string(f, e->changed[c].after);
+                ist_json_string(f, e->changed[c].after);
                 fputs("]", f);
             }
             fputs("]}", f);
@@ -275,7 +262,8 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
                           const struct call_row *rows, const int *row_counts,
                           const uint64_t *matrix, const uint64_t *wan, double ticks_per_second,
                           const struct site_row *sites, const int *site_counts, uint64_t dropped,
-                          const struct ist_adapt_event *switches, const int *switch_counts)
+                          const struct ist_adapt_event *switches, const int *switch_counts,
+                          const struct ist_io_gathered *io)
 {
     char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0, version = 0, subversion = 0;
@@ -287,10 +275,10 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
     strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 
     fputs("{\n  \"schema\": \"isthmus-profile\",\n  \"version\": 1,\n  \"created\": ", f);
-    json_string(f, created);
+    ist_json_string(f, created);
     fprintf(f, ",\n  \"mpi\": {\"implementation\": \"%s\", \"standard\": \"%d.%d\", \"library\": ",
             implementation(), version, subversion);
-    json_string(f, library);
+    ist_json_string(f, library);
     fprintf(f, "},\n  \"clock\": {\"source\": \"%s\", \"ticks_per_second\": %.6e},\n",
 #if defined(__x86_64__)
             "tsc",
@@ -304,13 +292,13 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
     fprintf(f, "  \"nranks\": %d,\n  \"clusters\": [", n);
     for (int c = 0; c < ist_cluster_count(); c++) {
         if (c) fputs(", ", f);
-        json_string(f, ist_cluster_name(c));
+        ist_json_string(f, ist_cluster_name(c));
     }
     fputs("],\n  \"ranks\": [", f);
     for (int r = 0; r < n; r++) {
         fprintf(f, "%s\n    {\"rank\": %d, \"cluster\": %d, \"host\": ", r ? "," : "", r,
                 ist_rank_cluster(r));
-        json_string(f, ist_rank_host(r));
+        ist_json_string(f, ist_rank_host(r));
         fprintf(f, ", \"pid\": %lld, \"app_seconds\": %.9f, \"mpi_seconds\": %.9f, "
                    "\"init_unix\": %.6f}",
                 (long long)ranks[r].pid, ranks[r].app_seconds, ranks[r].mpi_seconds,
@@ -333,67 +321,11 @@ static void write_profile(FILE *f, int n, const struct rank_summary *ranks,
     fputs("\n    ]\n  },\n", f);
     write_wan(f, n, wan);
     write_sites(f, sites, site_counts, n, dropped);
+    ist_io_write(f, io, n);
     fputs("  \"traffic\": {\n", f);
     write_kind(f, "p2p", matrix, n, IST_OUT_P2P_MSGS, 0, ",");
     write_kind(f, "coll", matrix, n, IST_OUT_COLL_MSGS, 1, "");
     fputs("  }\n}\n", f);
-}
-
-/* The profile's gathers and its reduction, to rank 0 of comm: carried across sites when
- * comm spans them (zipper forwarding: src/world/zip), else the site's MPI's. */
-static void gather_to_0(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt,
-                        MPI_Comm comm)
-{
-    int answer;
-    if (!ist_world_spans(comm) || !ist_span_Gather(s, sn, st, r, rn, rt, 0, comm, &answer))
-        PMPI_Gather(s, sn, st, r, rn, rt, 0, comm);
-}
-
-static void gatherv_to_0(const void *s, int sn, void *r, const int *rn, const int *displs, MPI_Comm comm)
-{
-    int answer;
-    if (!ist_world_spans(comm) ||
-        !ist_span_Gatherv(s, sn, MPI_BYTE, r, rn, displs, MPI_BYTE, 0, comm, &answer))
-        PMPI_Gatherv(s, sn, MPI_BYTE, r, rn, displs, MPI_BYTE, 0, comm);
-}
-
-static void sum_to_0(const uint64_t *mine, uint64_t *sum, MPI_Comm comm)
-{
-    int answer;
-    if (!ist_world_spans(comm) ||
-        !ist_span_Reduce(mine, sum, 1, MPI_UINT64_T, MPI_SUM, 0, comm, &answer))
-        PMPI_Reduce(mine, sum, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
-}
-
-/* Every rank's n rows of `size` bytes, gathered on rank 0: the rows rank after rank, and in
- * *counts how many each rank sent (both NULL on other ranks). Collective over comm. */
-static void *gather_rows(const void *mine, int n, size_t size, int **counts, MPI_Comm comm)
-{
-    int me, ranks;
-    ist_world_Comm_rank(comm, &me);
-    ist_world_Comm_size(comm, &ranks);
-    int *each = NULL, *bytes = NULL, *displs = NULL;
-    char *all = NULL;
-    if (me == 0) {
-        each = calloc((size_t)ranks, sizeof *each);
-        bytes = calloc((size_t)ranks, sizeof *bytes);
-        displs = calloc((size_t)ranks, sizeof *displs);
-    }
-    gather_to_0(&n, 1, MPI_INT, each, 1, MPI_INT, comm);
-    if (me == 0) {
-        int total = 0;
-        for (int r = 0; r < ranks; r++) {
-            displs[r] = total * (int)size;
-            bytes[r] = each[r] * (int)size;
-            total += each[r];
-        }
-        all = calloc((size_t)total + 1, size);
-    }
-    gatherv_to_0(mine, n * (int)size, all, bytes, displs, comm);
-    free(bytes);
-    free(displs);
-    *counts = each;
-    return all;
 }
 
 int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, double app_seconds,
@@ -426,21 +358,23 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
         ranks = calloc((size_t)n, sizeof *ranks);
         matrix = calloc((size_t)n * IST_NVEC * (size_t)n, sizeof *matrix);
     }
-    struct call_row *rows = gather_rows(mine, nrows, sizeof(struct call_row), &counts, comm);
-    gather_to_0(&summary, (int)sizeof summary, MPI_BYTE, ranks, (int)sizeof summary, MPI_BYTE, comm);
-    gather_to_0(ist_matrix_vec, IST_NVEC * n, MPI_UINT64_T, matrix, IST_NVEC * n, MPI_UINT64_T, comm);
-    gather_to_0(ist_wan_stats, IST_FN_COUNT * IST_NWAN, MPI_UINT64_T, wan, IST_FN_COUNT * IST_NWAN,
+    struct call_row *rows = ist_gather_rows(mine, nrows, sizeof(struct call_row), &counts, comm);
+    ist_gather_to_0(&summary, (int)sizeof summary, MPI_BYTE, ranks, (int)sizeof summary, MPI_BYTE, comm);
+    ist_gather_to_0(ist_matrix_vec, IST_NVEC * n, MPI_UINT64_T, matrix, IST_NVEC * n, MPI_UINT64_T, comm);
+    ist_gather_to_0(ist_wan_stats, IST_FN_COUNT * IST_NWAN, MPI_UINT64_T, wan, IST_FN_COUNT * IST_NWAN,
                 MPI_UINT64_T, comm);
 
     int nsites = 0, *site_counts = NULL;
     struct site_row *my = my_sites(&nsites, ticks_per_second);
-    struct site_row *sites = gather_rows(my, nsites, sizeof(struct site_row), &site_counts, comm);
+    struct site_row *sites = ist_gather_rows(my, nsites, sizeof(struct site_row), &site_counts, comm);
     uint64_t dropped = 0;
-    sum_to_0(&ist_sites_dropped, &dropped, comm);
+    ist_sum_to_0(&ist_sites_dropped, &dropped, comm);
     int nswitches = 0, *switch_counts = NULL;
     const struct ist_adapt_event *my_switches = ist_adapt_events(&nswitches);
     struct ist_adapt_event *switches =
-        gather_rows(my_switches, nswitches, sizeof *switches, &switch_counts, comm);
+        ist_gather_rows(my_switches, nswitches, sizeof *switches, &switch_counts, comm);
+    struct ist_io_gathered io = {0};
+    ist_io_gather(&io, comm, ticks_per_second);
 
     int rc = 0;
     if (me == 0) {
@@ -452,7 +386,7 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
             rc = -1;
         } else {
             write_profile(f, n, ranks, rows, counts, matrix, wan, ticks_per_second, sites,
-                          site_counts, dropped, switches, switch_counts);
+                          site_counts, dropped, switches, switch_counts, &io);
             if (fclose(f) != 0 || rename(tmp, path) != 0) {
                 fprintf(stderr, "isthmus: cannot write the profile '%s': %s\n", path,
                         strerror(errno));
@@ -472,5 +406,6 @@ int ist_profile_write(const char *path, MPI_Comm comm, double ticks_per_second, 
     free(site_counts);
     free(switches);
     free(switch_counts);
+    ist_io_free(&io);
     return rc;
 }

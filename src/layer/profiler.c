@@ -8,7 +8,6 @@
  * arguments that are significant at the calling rank are read, so MPI_IN_PLACE and
  * ignored root-only arguments are never touched. */
 #include <mpi.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "hier.h"
@@ -23,27 +22,13 @@ struct ist_site ist_sites[IST_MAX_SITES];
 uint64_t ist_sites_dropped;
 static int world_n;
 
-/* Under MPI_THREAD_MULTIPLE several threads record at once: a spinlock then guards the
- * counters. Other thread levels take no lock. */
-static int locking;
-static atomic_flag lock = ATOMIC_FLAG_INIT;
-
-static inline void lock_stats(void)
-{
-    if (locking)
-        while (atomic_flag_test_and_set_explicit(&lock, memory_order_acquire)) {
-        }
-}
-
-static inline void unlock_stats(void)
-{
-    if (locking) atomic_flag_clear_explicit(&lock, memory_order_release);
-}
+int ist_stats_locking;
+atomic_flag ist_stats_lock = ATOMIC_FLAG_INIT;
 
 int ist_profiler_init(int world_size, int thread_multiple)
 {
     world_n = world_size;
-    locking = thread_multiple;
+    ist_stats_locking = thread_multiple;
     ist_matrix_vec = calloc((size_t)IST_NVEC * (size_t)world_size, sizeof(uint64_t));
     return ist_matrix_vec ? 0 : -1;
 }
@@ -54,21 +39,6 @@ void ist_profiler_free(void)
     ist_matrix_vec = NULL;
 }
 
-static inline uint64_t bytes_of(int count, MPI_Datatype type)
-{
-    if (count <= 0 || type == MPI_DATATYPE_NULL) return 0;
-    int size = 0;
-    PMPI_Type_size(type, &size);
-    return (uint64_t)count * (uint64_t)size;
-}
-
-static inline void add_call(enum ist_fn fn, uint64_t ticks, uint64_t bytes)
-{
-    struct ist_bucket *b = &ist_stats[fn][ist_bucket_of(bytes)];
-    b->calls++;
-    b->bytes += bytes;
-    b->ticks += ticks;
-}
 
 static inline void add_traffic(enum ist_vec msgs, int world_peer, uint64_t bytes)
 {
@@ -87,20 +57,20 @@ static void out_to_all(const struct ist_comm_info *ci, uint64_t bytes)
 static void record_to_all(enum ist_fn fn, uint64_t ticks, const struct ist_comm_info *ci,
                           uint64_t call_bytes, uint64_t block)
 {
-    lock_stats();
-    add_call(fn, ticks, call_bytes);
+    ist_lock_stats();
+    ist_add_call(fn, ticks, call_bytes);
     out_to_all(ci, block);
-    unlock_stats();
+    ist_unlock_stats();
 }
 
 /* A call counted as `block` bytes whose rank, unless it is the root, sends them to it. */
 static void record_to_root(enum ist_fn fn, uint64_t ticks, const struct ist_comm_info *ci,
                            int root, uint64_t block)
 {
-    lock_stats();
-    add_call(fn, ticks, block);
+    ist_lock_stats();
+    ist_add_call(fn, ticks, block);
     if (ci->rank != root) add_traffic(IST_OUT_COLL_MSGS, ci->world[root], block);
-    unlock_stats();
+    ist_unlock_stats();
 }
 
 /* A call that moves counts[i] elements (of types[i], or of type) between this rank and
@@ -110,20 +80,20 @@ static void record_per_peer(enum ist_fn fn, uint64_t ticks, const struct ist_com
                             enum ist_vec msgs, uint64_t per)
 {
     uint64_t total = 0;
-    lock_stats();
+    ist_lock_stats();
     for (int i = 0; i < ci->size; i++) {
-        uint64_t b = bytes_of(counts[i], types ? types[i] : type);
+        uint64_t b = ist_bytes_of(counts[i], types ? types[i] : type);
         total += b;
         if (i != ci->rank) add_traffic(msgs, ci->world[i], b);
     }
-    add_call(fn, ticks, total / per);
-    unlock_stats();
+    ist_add_call(fn, ticks, total / per);
+    ist_unlock_stats();
 }
 
 void ist_rec_site(enum ist_fn fn, const void *pc, uint64_t ticks)
 {
     const uint64_t hash = ((uint64_t)(uintptr_t)pc * 0x9E3779B97F4A7C15ull) >> 32;
-    lock_stats();
+    ist_lock_stats();
     for (int i = 0; i < IST_MAX_SITES; i++) {
         struct ist_site *s = &ist_sites[(hash + (uint64_t)i) % IST_MAX_SITES];
         if (s->calls && (s->pc != pc || s->fn != (int32_t)fn)) continue;
@@ -132,53 +102,53 @@ void ist_rec_site(enum ist_fn fn, const void *pc, uint64_t ticks)
         s->calls++;
         s->wan_calls += ist_wan_calls != 0; /* read before ist_rec_wan clears it */
         s->ticks += ticks;
-        unlock_stats();
+        ist_unlock_stats();
         return;
     }
     ist_sites_dropped++;
-    unlock_stats();
+    ist_unlock_stats();
 }
 
 void ist_rec_wan(enum ist_fn fn)
 {
     if (!ist_wan_calls) return;
-    lock_stats();
+    ist_lock_stats();
     ist_wan_stats[fn][IST_WAN_CALLS] += (uint64_t)ist_wan_calls;
     ist_wan_stats[fn][IST_WAN_MESSAGES] += (uint64_t)ist_wan_messages;
     ist_wan_stats[fn][IST_WAN_BYTES] += (uint64_t)ist_wan_bytes;
-    unlock_stats();
+    ist_unlock_stats();
     ist_wan_calls = ist_wan_messages = ist_wan_bytes = 0;
 }
 
 void ist_rec_none(enum ist_fn fn, uint64_t ticks)
 {
-    lock_stats();
-    add_call(fn, ticks, 0);
-    unlock_stats();
+    ist_lock_stats();
+    ist_add_call(fn, ticks, 0);
+    ist_unlock_stats();
 }
 
 void ist_rec_size(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type)
 {
-    uint64_t bytes = bytes_of(count, type);
-    lock_stats();
-    add_call(fn, ticks, bytes);
-    unlock_stats();
+    uint64_t bytes = ist_bytes_of(count, type);
+    ist_lock_stats();
+    ist_add_call(fn, ticks, bytes);
+    ist_unlock_stats();
 }
 
 void ist_rec_send(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int dest,
                   MPI_Comm comm)
 {
-    uint64_t bytes = bytes_of(count, type);
+    uint64_t bytes = ist_bytes_of(count, type);
     int peer = -1;
     if (dest >= 0) { /* not MPI_PROC_NULL */
         const struct ist_comm_info *ci = ist_comm_info(comm);
         if (ci->inter && dest < ci->remote_size) peer = ci->remote_world[dest];
         else if (!ci->inter && dest < ci->size) peer = ci->world[dest];
     }
-    lock_stats();
-    add_call(fn, ticks, bytes);
+    ist_lock_stats();
+    ist_add_call(fn, ticks, bytes);
     if (peer >= 0) add_traffic(IST_OUT_P2P_MSGS, peer, bytes);
-    unlock_stats();
+    ist_unlock_stats();
 }
 
 void ist_rec_recv(enum ist_fn fn, uint64_t ticks, const MPI_Status *status)
@@ -188,9 +158,9 @@ void ist_rec_recv(enum ist_fn fn, uint64_t ticks, const MPI_Status *status)
         PMPI_Get_count(status, MPI_BYTE, &count);
         if (count == MPI_UNDEFINED) count = 0;
     }
-    lock_stats();
-    add_call(fn, ticks, (uint64_t)count);
-    unlock_stats();
+    ist_lock_stats();
+    ist_add_call(fn, ticks, (uint64_t)count);
+    ist_unlock_stats();
 }
 
 /* Collectives on intercommunicators: calls and time only (root semantics differ). */
@@ -199,9 +169,9 @@ static inline const struct ist_comm_info *intra_info(enum ist_fn fn, uint64_t ti
 {
     const struct ist_comm_info *ci = ist_comm_info(comm);
     if (!ci->inter) return ci;
-    lock_stats();
-    add_call(fn, ticks, 0);
-    unlock_stats();
+    ist_lock_stats();
+    ist_add_call(fn, ticks, 0);
+    ist_unlock_stats();
     return NULL;
 }
 
@@ -210,25 +180,25 @@ void ist_rec_bcast(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type,
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
-    uint64_t bytes = bytes_of(count, type);
-    lock_stats();
-    add_call(fn, ticks, bytes);
+    uint64_t bytes = ist_bytes_of(count, type);
+    ist_lock_stats();
+    ist_add_call(fn, ticks, bytes);
     if (ci->rank == root) out_to_all(ci, bytes);
-    unlock_stats();
+    ist_unlock_stats();
 }
 
 void ist_rec_reduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, int root,
                     MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (ci) record_to_root(fn, ticks, ci, root, bytes_of(count, type));
+    if (ci) record_to_root(fn, ticks, ci, root, ist_bytes_of(count, type));
 }
 
 void ist_rec_allreduce(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type,
                        MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (ci) record_to_all(fn, ticks, ci, bytes_of(count, type), bytes_of(count, type));
+    if (ci) record_to_all(fn, ticks, ci, ist_bytes_of(count, type), ist_bytes_of(count, type));
 }
 
 void ist_rec_gather(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
@@ -238,7 +208,7 @@ void ist_rec_gather(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype 
     if (!ci) return;
     int is_root = ci->rank == root;
     record_to_root(fn, ticks, ci, root,
-                   is_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype));
+                   is_root ? ist_bytes_of(recvcount, recvtype) : ist_bytes_of(sendcount, sendtype));
 }
 
 void ist_rec_gatherv(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype sendtype,
@@ -250,10 +220,10 @@ void ist_rec_gatherv(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype
     uint64_t block;
     if (is_root) {
         uint64_t total = 0;
-        for (int i = 0; i < ci->size; i++) total += bytes_of(recvcounts[i], recvtype);
+        for (int i = 0; i < ci->size; i++) total += ist_bytes_of(recvcounts[i], recvtype);
         block = total / (uint64_t)ci->size;
     } else {
-        block = bytes_of(sendcount, sendtype);
+        block = ist_bytes_of(sendcount, sendtype);
     }
     record_to_root(fn, ticks, ci, root, block);
 }
@@ -264,11 +234,11 @@ void ist_rec_scatter(enum ist_fn fn, uint64_t ticks, int sendcount, MPI_Datatype
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
     int is_root = ci->rank == root;
-    uint64_t block = is_root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype);
-    lock_stats();
-    add_call(fn, ticks, block);
+    uint64_t block = is_root ? ist_bytes_of(sendcount, sendtype) : ist_bytes_of(recvcount, recvtype);
+    ist_lock_stats();
+    ist_add_call(fn, ticks, block);
     if (is_root) out_to_all(ci, block);
-    unlock_stats();
+    ist_unlock_stats();
 }
 
 void ist_rec_scatterv(enum ist_fn fn, uint64_t ticks, const int sendcounts[],
@@ -288,7 +258,7 @@ void ist_rec_allgather(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Dataty
                        MPI_Comm comm)
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
-    if (ci) record_to_all(fn, ticks, ci, bytes_of(recvcount, recvtype), bytes_of(recvcount, recvtype));
+    if (ci) record_to_all(fn, ticks, ci, ist_bytes_of(recvcount, recvtype), ist_bytes_of(recvcount, recvtype));
 }
 
 void ist_rec_allgatherv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
@@ -296,7 +266,7 @@ void ist_rec_allgatherv(enum ist_fn fn, uint64_t ticks, const int recvcounts[],
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
-    uint64_t block = bytes_of(recvcounts[ci->rank], recvtype);
+    uint64_t block = ist_bytes_of(recvcounts[ci->rank], recvtype);
     record_to_all(fn, ticks, ci, block, block);
 }
 
@@ -305,12 +275,12 @@ void ist_rec_alltoall(enum ist_fn fn, uint64_t ticks, int recvcount, MPI_Datatyp
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
-    uint64_t block = bytes_of(recvcount, recvtype);
-    lock_stats();
-    add_call(fn, ticks, block);
+    uint64_t block = ist_bytes_of(recvcount, recvtype);
+    ist_lock_stats();
+    ist_add_call(fn, ticks, block);
     for (int i = 0; i < ci->size; i++)
         if (i != ci->rank) add_traffic(IST_IN_COLL_MSGS, ci->world[i], block);
-    unlock_stats();
+    ist_unlock_stats();
 }
 
 /* The v and w forms are recorded by the receiver: its receive counts are significant even
@@ -343,7 +313,7 @@ void ist_rec_reduce_scatter_block(enum ist_fn fn, uint64_t ticks, int recvcount,
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
-    uint64_t block = bytes_of(recvcount, type);
+    uint64_t block = ist_bytes_of(recvcount, type);
     record_to_all(fn, ticks, ci, block * (uint64_t)ci->size, block);
 }
 
@@ -351,10 +321,10 @@ void ist_rec_scan(enum ist_fn fn, uint64_t ticks, int count, MPI_Datatype type, 
 {
     const struct ist_comm_info *ci = intra_info(fn, ticks, comm);
     if (!ci) return;
-    uint64_t bytes = bytes_of(count, type);
-    lock_stats();
-    add_call(fn, ticks, bytes);
+    uint64_t bytes = ist_bytes_of(count, type);
+    ist_lock_stats();
+    ist_add_call(fn, ticks, bytes);
     for (int i = ci->rank + 1; i < ci->size; i++)
         add_traffic(IST_OUT_COLL_MSGS, ci->world[i], bytes);
-    unlock_stats();
+    ist_unlock_stats();
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import subprocess
@@ -49,9 +51,18 @@ HELPERS = {
     "probe_ssend": "probe_ssend.c",
     "zero_counts": "zero_counts.c",
     "late_rank": "late_rank.c",
+    "ior_like": "ior_like.c",
 }
 
-Run = Callable[..., subprocess.CompletedProcess[str]]
+
+class Done(subprocess.CompletedProcess[str]):
+    """A finished isthmus command and its pid: `isthmus run` names its network run<pid>,
+    so a test can look for what its own run left, whatever other tests run beside it."""
+
+    pid: int = 0
+
+
+Run = Callable[..., Done]
 
 
 def _compile(wrapper: str, mpi: str, flags: list[str], source: Path, out: Path) -> Path:
@@ -63,18 +74,34 @@ def _compile(wrapper: str, mpi: str, flags: list[str], source: Path, out: Path) 
 
 
 @pytest.fixture(scope="session")
-def apps(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
-    """Every test program built with each MPI's compiler wrappers, keyed (mpi, name)."""
-    out = tmp_path_factory.mktemp("apps")
+def apps() -> dict[tuple[str, str], Path]:
+    """Every test program built with each MPI's compiler wrappers, keyed (mpi, name).
+
+    Built once per `make test` for all pytest processes (make test runs two at a time,
+    then one): into build/test-apps, each file named by a hash of its source, compiler
+    and flags, under a lock, so that a process finds what another built."""
+    out = ROOT / "build" / "test-apps"
+    out.mkdir(parents=True, exist_ok=True)
     jobs = []
     for mpi in MPIS:
         for lang, (src, wrapper, flags) in LANGUAGES.items():
-            jobs.append(((mpi, lang), wrapper, mpi, flags, APPS / src, out / f"{lang}-{mpi}"))
+            jobs.append(((mpi, lang), wrapper, mpi, flags, APPS / src, f"{lang}-{mpi}"))
         for name, src in HELPERS.items():
-            jobs.append(((mpi, name), "mpicc", mpi, [], APPS / src, out / f"{name}-{mpi}"))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        built = list(pool.map(lambda j: (j[0], _compile(*j[1:])), jobs))
-    return dict(built)
+            jobs.append(((mpi, name), "mpicc", mpi, [], APPS / src, f"{name}-{mpi}"))
+
+    def build(job: tuple[Any, ...]) -> tuple[tuple[str, str], Path]:
+        key, wrapper, mpi, flags, source, name = job
+        stamp = hashlib.sha256(f"{wrapper} {mpi} {flags}".encode() + source.read_bytes())
+        target = out / f"{name}-{stamp.hexdigest()[:12]}"
+        if not target.exists():
+            _compile(wrapper, mpi, flags, source, target.with_suffix(".tmp"))
+            target.with_suffix(".tmp").rename(target)
+        return key, target
+
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return dict(pool.map(build, jobs))
 
 
 @pytest.fixture
@@ -86,15 +113,24 @@ def isthmus() -> Run:
         timeout: float = 900,  # above every --timeout the tests give, so isthmus cleans up
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+    ) -> Done:
+        with subprocess.Popen(
             [str(ISTHMUS), *map(str, args)],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout,
             env=env or dict(os.environ),
             cwd=cwd,
-        )
+        ) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise
+        done = Done(proc.args, proc.returncode, out, err)
+        done.pid = proc.pid
+        return done
 
     return run
 

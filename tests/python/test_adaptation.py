@@ -11,6 +11,9 @@ import pytest
 from conftest import MPIS, TWO_CLUSTERS, Run
 from isthmus.experiment.runners._series import run_series
 
+# serial (make test runs it alone): the layer reacts to the round trips it measures
+pytestmark = pytest.mark.serial
+
 FAST = ["wan.latency=1ms", "wan.bandwidth=1Gbit/s"]
 LAYER = ["layer.collectives=isthmus", "collectives.adapt=true"]
 

@@ -11,6 +11,9 @@ import pytest
 from conftest import MPIS, TWO_CLUSTERS, Run
 from isthmus.records import read_bench
 
+# serial (make test runs it alone): it measures latency and bandwidth against the links
+pytestmark = pytest.mark.serial
+
 
 def bench(
     isthmus: Run, tmp_path: Path, name: str, mpi: str, *args: str, sets: tuple[str, ...] = ()

@@ -13,6 +13,9 @@ import pytest
 from conftest import PLATFORMS, ROOT, TWO_CLUSTERS, Run
 from isthmus.experiment.runners.coll import algorithms
 
+# serial (make test runs it alone): the selector follows the round trips it measures
+pytestmark = pytest.mark.serial
+
 DAS = PLATFORMS / "das-4x2.toml"
 FAST = ("--set", "wan.latency=0.5ms", "--set", "wan.bandwidth=1Gbit/s")
 

@@ -22,7 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 PROBE = BUILD / "bin" / "isthmus-probe"
 TWO_HOSTS = ("--set", "clusters.east.hosts=1", "--set", "clusters.west.hosts=1")
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dilation caps CPUs in cgroups: root")
+# serial (make test runs it alone): it times dilated runs against their cores
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(os.geteuid() != 0, reason="dilation caps CPUs in cgroups: root"),
+]
 
 
 def layer(mpi: str) -> Path:

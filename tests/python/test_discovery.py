@@ -15,6 +15,9 @@ import pytest
 from conftest import PLATFORMS, ROOT, TWO_CLUSTERS, profile_run
 from isthmus.profile.discovery import discovered_clusters, matches_platform, same_partition
 
+# serial (make test runs it alone): discovery groups ranks by the round trips it measures
+pytestmark = pytest.mark.serial
+
 AUTO = ("--set", "layer.clusters=auto", "--set", "layer.collectives=isthmus")
 
 

@@ -274,6 +274,7 @@ def test_a_block_shown_as_an_example_in_fenced_code_is_left_alone(
     assert (tmp_path / "doc.md").read_text() == text
 
 
+@pytest.mark.serial  # looks at every namespace and pio_bench
 def test_a_terminated_run_stops_its_benchmark_and_leaves_no_network(tmp_path: Path) -> None:
     def ranks_running() -> bool:
         pgrep = ["pgrep", "-f", "bin/[a-z]*/pio_bench"]

@@ -150,6 +150,7 @@ def test_isthmus_stopped_by_a_signal(
         assert leftovers(job) == []
 
 
+@pytest.mark.serial  # net down --all
 @pytest.mark.parametrize(("mpi", "cleaner"), [("openmpi", "net down --all"), ("mpich", "run")])
 def test_isthmus_killed_outright(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, cleaner: str

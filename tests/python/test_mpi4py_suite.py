@@ -23,8 +23,7 @@ SUITE = ROOT / ".cache" / "mpi4py-3.1.4" / "test"
 # Spawn needs a launcher inside the job (MPI_Comm_spawn); isthmus runs no such service.
 # util_dtlib converts numpy dtypes to MPI datatypes inside each process, no message: 14 of
 # the suite's 67 s on 4 ranks (measured), and test_datatype covers the same layer calls.
-# io is MPI-IO, which the layer passes to the MPI untouched (3 s on 4 ranks natively).
-EXCLUDED = ("test_spawn", "test_util_dtlib", "test_io")
+EXCLUDED = ("test_spawn", "test_util_dtlib")
 LAYER_ON = ("--set", "wan.latency=0", "--set", "layer.collectives=isthmus", "--mpi", "openmpi")
 ONE_HOST_PER_CLUSTER = tuple(
     a for c in ("east", "west")

@@ -24,11 +24,15 @@ from isthmus.emulate import net
 from isthmus.emulate.plan import make_plan, netns_name
 from isthmus.errors import UserError
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0,
-    reason="needs root or a user namespace: as a normal user, test_net_rootless.py runs this "
-    "file inside one (or says why it cannot here)",
-)
+# serial (make test runs it alone): it times the network
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(
+        os.geteuid() != 0,
+        reason="needs root or a user namespace: as a normal user, test_net_rootless.py runs this "
+        "file inside one (or says why it cannot here)",
+    ),
+]
 PROBE = Path(__file__).resolve().parents[2] / "build" / "bin" / "isthmus-probe"
 PROBE_PORT = 5201  # isthmus-probe serve's default
 _counter = iter(range(10**6))

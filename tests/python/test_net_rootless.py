@@ -19,6 +19,9 @@ import pytest
 
 from conftest import AS_NOBODY, MACHINE_ROOT, ROOT
 
+# serial (make test runs it alone): it runs test_net.py, which times the network
+pytestmark = pytest.mark.serial
+
 TUN = "/dev/net/tun"
 # Measurements of the link model: the same with or without root, and long (test_net.py
 # runs them as root).

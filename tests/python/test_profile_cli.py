@@ -9,6 +9,9 @@ import pytest
 
 from conftest import Run, profile_run
 
+# One pytest process runs this file: its module fixture runs once (make test: -n 2).
+pytestmark = pytest.mark.xdist_group("profile_cli")
+
 
 @pytest.fixture(scope="module")
 def profile_file(

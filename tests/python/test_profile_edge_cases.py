@@ -12,6 +12,9 @@ import pytest
 
 from conftest import MPIS, TWO_CLUSTERS, profile_run
 
+# One pytest process runs this file: its module fixture runs once (make test: -n 2).
+pytestmark = pytest.mark.xdist_group("profile_edge_cases")
+
 N = 4
 
 

@@ -17,6 +17,9 @@ from isthmus.experiment import browser
 from isthmus.model import plogp
 from isthmus.report import sweep_network
 
+# One pytest process runs this file: its module fixture runs once (make test: -n 2).
+pytestmark = pytest.mark.xdist_group("report")
+
 
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -64,8 +64,8 @@ def test_one_job_across_two_slurm_clusters(
     assert f"{sites[0]}: running (job" in done.stderr and f"{sites[1]}: running" in done.stderr
     batch = json.loads(out.read_text())["run"]["batch"]
     assert [b["site"] for b in batch] == list(sites) and all(b["job"] for b in batch)
-    assert "ist-run" not in namespaces()
-    assert live_daemons("/run/isthmus/run") == []
+    assert f"ist-run{done.pid}-" not in namespaces()
+    assert live_daemons(f"/run/isthmus/run{done.pid}/") == []
 
 
 def test_jobs_leave_the_queue_and_net_down_stops_slurm(
@@ -108,6 +108,7 @@ def test_jobs_leave_the_queue_and_net_down_stops_slurm(
     assert live_daemons("/run/isthmus/slq/") == []
 
 
+@pytest.mark.serial  # net down --all
 def test_sigkill_of_the_run_leaves_no_daemon(apps: dict[tuple[str, str], Path]) -> None:
     """isthmus run killed outright while its ranks run: the keeper stops its Slurm (and
     the jobs' processes) at once; the next run's sweep removes the namespaces."""
@@ -134,6 +135,7 @@ def test_sigkill_of_the_run_leaves_no_daemon(apps: dict[tuple[str, str], Path]) 
     assert f"ist-run{run.pid}" not in namespaces()
 
 
+@pytest.mark.serial  # net down --all
 def test_net_down_all_stops_the_daemons_of_a_network_whose_state_is_gone(isthmus: Run) -> None:
     """The state directory removed under running daemons (a crash, a hand): `net down
     --all` still finds them and the router, by the namespaces and by their files' paths,

@@ -40,7 +40,7 @@ def test_semantics_and_a_profile_across_the_forwarder(
                    apps[(mpi, "zip_check")])  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.split("\n"))[1:] == [f"zip_check rank {r} of 4: ok" for r in range(4)]
-    assert "ist-run" not in namespaces()
+    assert f"ist-run{done.pid}-" not in namespaces()
     d = json.loads(out.read_text())
     rows = d["ranks"]["rows"] if isinstance(d["ranks"], dict) else d["ranks"]
     assert sorted(r["rank"] for r in rows) == [0, 1, 2, 3]
@@ -103,7 +103,7 @@ def test_a_rank_that_dies_ends_both_clusters(
     assert done.returncode == 7, done.stderr
     assert time.monotonic() - started < 30  # network up and down included; the stop: < 10 s
     assert "rank 3 on 198.18.2.2 closed its connection" in done.stderr
-    assert "ist-run" not in namespaces()
+    assert f"ist-run{done.pid}-" not in namespaces()
 
 
 @pytest.mark.parametrize("mpi", MPIS)
@@ -136,6 +136,7 @@ def test_mpi4py_across_the_forwarder(isthmus: Run, mpi: str) -> None:
     assert done.stdout.count("zip_mpi4py: ok serialized") == 4
 
 
+@pytest.mark.serial  # kills the newest forwarder
 def test_a_forwarder_that_dies_ends_both_clusters(apps: dict[tuple[str, str], Path]) -> None:
     """The ranks sleep outside MPI: isthmus run itself stops both sites' jobs."""
     run = subprocess.Popen(
@@ -159,7 +160,7 @@ def test_a_forwarder_that_dies_ends_both_clusters(apps: dict[tuple[str, str], Pa
     assert run.returncode != 0
     said = [ln for ln in err.splitlines() if ln.startswith("isthmus: ")]
     assert said[-1].startswith("isthmus: the forwarder on gate0 was killed by signal 9 (SIGKILL)")
-    assert "ist-run" not in namespaces()
+    assert f"ist-run{run.pid}-" not in namespaces()
 
 
 def free_port() -> int:

@@ -300,10 +300,10 @@ def down(name: str = DEFAULT_NAME) -> list[str]:
     if st is not None and _router_alive(st):
         with contextlib.suppress(ProcessLookupError):
             os.kill(st.router_pid, signal.SIGTERM)
-        for _ in range(50):
+        for _ in range(500):  # it ends within milliseconds: every run waits for it here
             if not _router_alive(st):
                 break
-            time.sleep(0.05)
+            time.sleep(0.005)
         else:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(st.router_pid, signal.SIGKILL)

@@ -22,7 +22,7 @@ from rich.table import Table
 from isthmus import records
 from isthmus.config.units import format_size
 from isthmus.errors import UserError
-from isthmus.profile import adaptation, discovery, forwarders
+from isthmus.profile import adaptation, discovery, forwarders, io
 
 SCHEMA = "isthmus-profile"
 VERSION = 1
@@ -263,6 +263,8 @@ def show(p: Profile, console: Console) -> None:
             fn, _bucket_label(low), str(calls), f"{calls / p.nranks:g}", format_size(nbytes)
         )
     console.print(sizes)
+
+    io.show(d, console)
 
     split = Table(title="Traffic inside clusters and between them")
     for col in ("kind", "intra msgs", "intra bytes", "inter msgs", "inter bytes", "inter % bytes"):
