@@ -47,6 +47,7 @@ def sweep(
     return set(re.findall(r"isthmus: (\w+) on \d+ ranks in \d+ clusters", done.stderr))
 
 
+@pytest.mark.xdist_group("cpu")  # large: make test runs these one after the other
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
 def test_two_clusters_match_native(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str
@@ -57,6 +58,7 @@ def test_two_clusters_match_native(
     assert ran == ALL
 
 
+@pytest.mark.xdist_group("cpu")  # large: make test runs these one after the other
 @pytest.mark.parametrize(
     ("mpi", "sets"),
     [
@@ -112,6 +114,7 @@ def test_four_clusters_match_native(
         assert ran == ALL
 
 
+@pytest.mark.xdist_group("cpu")  # large: make test runs these one after the other
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
 def test_sixteen_ranks_in_uneven_interleaved_clusters_match_native(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, monkeypatch: pytest.MonkeyPatch

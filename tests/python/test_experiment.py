@@ -106,6 +106,7 @@ def test_an_interrupted_run_resumes_from_its_steps(isthmus: Run, tmp_path: Path)
     assert len(rows) == 8
 
 
+@pytest.mark.serial  # writes experiments/test-bad/, which every experiment listing sees
 @pytest.mark.parametrize(
     ("text", "message"),
     [

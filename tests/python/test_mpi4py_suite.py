@@ -44,6 +44,7 @@ def test_intercommunicator_object_broadcasts_finish(isthmus: Run, wait: str) -> 
     assert "inter_bcast: ok" in done.stdout
 
 
+@pytest.mark.xdist_group("cpu")  # large: make test runs these one after the other
 def test_mpi4py_test_suite_passes_under_the_layer(isthmus: Run) -> None:
     assert (SUITE / "runtests.py").is_file(), "run scripts/install-deps.sh (make deps)"
     excluded = [a for name in EXCLUDED for a in ("--exclude", name)]

@@ -60,6 +60,7 @@ def test_lammps_partitions_match_one_cluster(isthmus: Run, tmp_path: Path) -> No
     assert "1 0" in swaps  # the replicas swapped temperatures at least once
 
 
+@pytest.mark.xdist_group("cpu")  # large: make test runs these one after the other
 def test_hpcc_passes_its_checks(isthmus: Run, tmp_path: Path) -> None:
     (tmp_path / "hpcc").mkdir()
     shutil.copy(ROOT / "examples" / "apps" / "hpcc" / "hpccinf.txt", tmp_path / "hpcc")
