@@ -15,12 +15,13 @@ import json
 import tomllib
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from isthmus.errors import UserError
 from isthmus.records import atomic
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "docs" / "schemas"
 # The version of the results format (results files' header "schema": "isthmus-result/N").
@@ -30,6 +31,8 @@ KINDS = ("result", "bench-header", "profile", "sweep", "sweep-point")
 
 @cache
 def _validator(kind: str) -> jsonschema.protocols.Validator:
+    import jsonschema  # here, not above: a quarter of every command's start-up otherwise
+
     if kind not in KINDS:
         raise ValueError(f"no schema for {kind!r}")
     schema = json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text())
@@ -41,6 +44,8 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
 
 def check(data: Any, kind: str, where: str) -> None:
     """Raise a one-line UserError when `data` does not match the schema of `kind`."""
+    import jsonschema
+
     err = jsonschema.exceptions.best_match(_validator(kind).iter_errors(data))
     if err is not None:
         at = "/".join(str(p) for p in err.absolute_path) or "top level"
