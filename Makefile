@@ -37,7 +37,10 @@ test-py: build
 	$(PY) -m pytest -n 2 --dist loadgroup -m "not serial" --durations=20 --junitxml=$(BUILD)/pytest.xml tests/python
 	$(PY) -m pytest -m serial --durations=10 --junitxml=$(BUILD)/pytest-serial.xml tests/python
 
-test: lint check-results test-c test-py
+# lint, the tables' check and ctest side by side (25 s one after the other), then pytest.
+test:
+	@$(MAKE) --no-print-directory -j3 lint check-results test-c
+	@$(MAKE) --no-print-directory test-py
 
 demo: build
 	@scripts/demo.sh

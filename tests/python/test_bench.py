@@ -11,8 +11,8 @@ import pytest
 from conftest import MPIS, TWO_CLUSTERS, Run
 from isthmus.records import read_bench
 
-# serial (make test runs it alone): it measures latency and bandwidth against the links
-pytestmark = pytest.mark.serial
+# The tests that measure latency and bandwidth against the links are `serial`: make test
+# runs them with no other test beside it.
 
 
 def bench(
@@ -44,6 +44,7 @@ def bench(
 PAIR = ("clusters.east.hosts=1", "clusters.west.hosts=1")
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("mpi", MPIS)
 def test_pingpong_across_the_wan(isthmus: Run, tmp_path: Path, mpi: str) -> None:
     header, recs = bench(
@@ -78,6 +79,7 @@ BW_CASES = [(mpi, peer, limit, ()) for mpi in MPIS for peer, limit in (("1", 100
 BW_CASES += [("openmpi", "1", 100, PAIR)]
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize(("mpi", "peer", "limit", "sets"), BW_CASES)
 @pytest.mark.parametrize("name", ["bw", "bibw"])
 def test_bandwidth_is_bounded_by_the_links(
@@ -113,6 +115,7 @@ def test_bandwidth_is_bounded_by_the_links(
         assert 0 < r["bandwidth_mbit"] <= bound * 1.05, r
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("mpi", MPIS)
 def test_pairs_at_once_share_the_link(isthmus: Run, tmp_path: Path, mpi: str) -> None:
     """--pairs 2: ranks 0 and 1 (east) with 2 and 3 (west), both pairs across the one
@@ -129,6 +132,7 @@ def test_pairs_at_once_share_the_link(isthmus: Run, tmp_path: Path, mpi: str) ->
     assert done.returncode == 2 and "--pairs at most half the ranks" in done.stderr
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("mpi", MPIS)
 def test_collective_latency_window(isthmus: Run, tmp_path: Path, mpi: str) -> None:
     _header, recs = bench(
@@ -185,6 +189,7 @@ def test_bad_benchmark_requests(isthmus: Run, tmp_path: Path) -> None:
     assert done.returncode == 2 and "unknown collective 'gatherx'" in done.stderr
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("mpi", MPIS)
 def test_logp_measures_the_wan_and_fits_the_model(isthmus: Run, tmp_path: Path, mpi: str) -> None:
     """logp between the two clusters: L near the configured 5 ms plus the LAN port, a gap

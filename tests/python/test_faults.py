@@ -23,7 +23,12 @@ from conftest import ISTHMUS, MPIS, TWO_CLUSTERS, Run
 from isthmus.emulate import net
 from isthmus.emulate.plan import netns_name
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
+# serial (make test runs it alone): it looks for its ranks by their program's path and
+# for routers and TUN devices in the whole machine, and bounds how fast a run ends
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root"),
+]
 
 # What the issue allows between a fault and the end of the run.
 END_WITHIN_SECONDS = 10.0
@@ -150,7 +155,6 @@ def test_isthmus_stopped_by_a_signal(
         assert leftovers(job) == []
 
 
-@pytest.mark.serial  # net down --all
 @pytest.mark.parametrize(("mpi", "cleaner"), [("openmpi", "net down --all"), ("mpich", "run")])
 def test_isthmus_killed_outright(
     isthmus: Run, apps: dict[tuple[str, str], Path], mpi: str, cleaner: str
