@@ -45,6 +45,7 @@ def test_random_point_to_point_across_the_forwarder(
     assert done.stdout.count(": ok,") == 4, done.stdout
 
 
+@pytest.mark.serial  # it measures the waiting ranks' share of the cores
 @pytest.mark.parametrize(
     ("mpi", "call"),
     [("openmpi", "create_group"), ("mpich", "split_type"), ("openmpi", "split_type")],

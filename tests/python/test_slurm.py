@@ -157,6 +157,7 @@ def test_net_down_all_stops_the_daemons_of_a_network_whose_state_is_gone(isthmus
     assert router.returncode == 1, "the network's router was left running"
 
 
+@pytest.mark.serial  # the bound: cancelled within 10 s of the timeout
 def test_a_site_that_never_starts_cancels_the_other(
     isthmus: Run, apps: dict[tuple[str, str], Path]
 ) -> None:
