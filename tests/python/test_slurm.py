@@ -68,6 +68,7 @@ def test_one_job_across_two_slurm_clusters(
     assert live_daemons(f"/run/isthmus/run{done.pid}/") == []
 
 
+@pytest.mark.serial  # the bound: both queues empty within 10 s of a SIGKILL
 def test_jobs_leave_the_queue_and_net_down_stops_slurm(
     isthmus: Run, apps: dict[tuple[str, str], Path]
 ) -> None:
