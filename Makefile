@@ -31,7 +31,7 @@ test-c: build
 	cd $(BUILD) && ctest --output-on-failure
 
 # One test at a time. Two at a time (pytest -n 2 --dist loadgroup -m "not serial", then
-# -m serial) took 540-600 s + 260 s instead of about 990 s, but four gates in a row each
+# -m serial) took 503-602 s + 251-263 s instead of 939-968 s, but five gates in a row each
 # saw a different test fail under the load (a CPU share, a 10 s bound, Open MPI's mpirun
 # crashing while it aborted a job): not yet a suite that never flakes.
 test-py: build
