@@ -14,14 +14,14 @@
 #include "layer.h"
 #include "env_check.h"
 #include "hier.h"
+#include "mpiio.h"
 #include "profiler.h"
 #include "topology.h"
 #include "world.h"
 
-int ist_profiling;
-_Thread_local int ist_depth __attribute__((tls_model("initial-exec")));
 
 static int initialized, finalized;
+static int fortran_program; /* MPI_Init came from Fortran */
 static char *profile_path;
 static MPI_Comm layer_comm = MPI_COMM_NULL;
 static struct ist_clock_ref run_start;
@@ -55,6 +55,7 @@ void ist_layer_init(int provided)
     if (initialized) return;
     initialized = 1;
     check_settings();
+    ist_pio_start(fortran_program); /* hidden I/O servers serve here and never return */
     run_start = ist_clock_now();
     /* The world first (several sites under zipper forwarding), so that the topology and
      * the collectives see it; the profile is gathered over it (profile_write.c). */
@@ -107,7 +108,8 @@ void ist_layer_finalize(void)
         profile_path = NULL;
     }
     ist_hier_finalize();
-    ist_world_finalize(&layer_comm); /* the last: the collectives' communicators are freed */
+    ist_world_finalize(&layer_comm); /* the collectives' communicators are freed */
+    ist_pio_stop();                  /* the last: the application's world is pio's */
 }
 
 void ist_layer_pcontrol(int level)
@@ -197,6 +199,7 @@ static void fortran_init(fortran_init_fn pmpi, MPI_Fint *ierr)
     ist_depth++;
     pmpi(ierr);
     ist_depth--;
+    fortran_program = 1;
     if (*ierr == MPI_SUCCESS) ist_layer_init(MPI_THREAD_SINGLE);
     record_lifecycle(IST_FN_MPI_Init, t0);
 }
@@ -208,6 +211,7 @@ static void fortran_init_thread(fortran_init_thread_fn pmpi, MPI_Fint *required,
     ist_depth++;
     pmpi(required, provided, ierr);
     ist_depth--;
+    fortran_program = 1;
     if (*ierr == MPI_SUCCESS) ist_layer_init((int)*provided);
     record_lifecycle(IST_FN_MPI_Init_thread, t0);
 }

@@ -25,6 +25,7 @@
 
 #include "clock.h"
 #include "functions.h"
+#include "world.h"
 
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER arrays are read as int arrays");
 
@@ -35,6 +36,10 @@ extern int ist_profiling; /* set while the profiler records (MPI_Pcontrol can cl
 extern _Thread_local int ist_depth __attribute__((tls_model("initial-exec")));
 
 #define IST_PASS_THROUGH() (__builtin_expect(!ist_profiling || ist_depth, 0))
+
+/* The application's MPI_COMM_WORLD as the layer means it (world.h's ist_app_world); the
+ * layer's own calls (ist_depth set: pio's, inside MPI-IO on pio) keep the MPI's. */
+#define IST_APP_COMM(c) (__builtin_expect((c) == MPI_COMM_WORLD, 0) && !ist_depth ? ist_app_world : (c))
 
 /* Layer life cycle, called by the MPI_Init*, MPI_Finalize and MPI_Pcontrol wrappers in
  * every language. Both are idempotent: MPICH's Fortran init reaches the C one too. */

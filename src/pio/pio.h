@@ -77,6 +77,9 @@ int pio_set_schedule(pio_ctx *ctx, int strategy, int64_t block);
 
 /* Collective over the clients. name: 1-200 characters, no '/', not starting with '.'. */
 int pio_open(pio_ctx *ctx, const char *name, int flags, pio_file **file);
+/* The same, collective over comm: any clients (MPI_COMM_SELF: one alone). The file's
+ * collective calls are then collective over comm. */
+int pio_open_on(pio_ctx *ctx, MPI_Comm comm, const char *name, int flags, pio_file **file);
 /* Collective; returns once every server has written and fsync'ed the file. */
 int pio_close(pio_file *file);
 /* This client's writes so far are written and fsync'ed on every server. */
@@ -103,12 +106,31 @@ int64_t pio_view_length(const struct pio_view *view);
 /* This client's view of the file (NULL: the whole file, from offset 0). Local. */
 int pio_set_view(pio_file *file, const struct pio_view *view);
 
+/* This client's view as MPI-IO's (MPI_File_set_view): `filetype` tiled from byte `disp`,
+ * any MPI-3.1 datatype whose typemap MPI-IO accepts as a filetype (pio_datatype.h). Local;
+ * pio_set_view replaces it. PIO_OK, or PIO_EINVAL with the reason. */
+int pio_set_view_datatype(pio_file *file, int64_t disp, MPI_Datatype filetype);
+
 /* pos is a position in the view's stream. The _all forms are collective over the
  * clients (every client calls, with its own arguments, length 0 allowed). */
 int pio_write_at(pio_file *file, int64_t pos, const void *buf, int64_t len);
 int pio_read_at(pio_file *file, int64_t pos, void *buf, int64_t len);
 int pio_write_at_all(pio_file *file, int64_t pos, const void *buf, int64_t len);
 int pio_read_at_all(pio_file *file, int64_t pos, void *buf, int64_t len);
+
+/* Collective: the file's size becomes `size` (truncated or extended with zeros), after
+ * every client's writes so far. */
+int pio_set_size(pio_file *file, int64_t size);
+/* The file's shared pointer (MPI-IO's, in the caller's units; 0 at open), kept by
+ * server 0: *before gets its value, then it becomes value (set) or grows by it. */
+int pio_shared_pointer(pio_file *file, int set, int64_t value, int64_t *before);
+
+/* Removes a file that no client has open (any one client may call it). */
+int pio_delete(pio_ctx *ctx, const char *name);
+/* The file offset of byte `pos` of this client's view's stream. */
+int64_t pio_view_offset(const pio_file *file, int64_t pos);
+/* How many bytes of this client's view's stream lie below file offset `size`. */
+int64_t pio_view_bytes_below(const pio_file *file, int64_t size);
 
 const char *pio_last_error(void);
 /* Prints one line (fmt, a newline added) on stderr and ends the job with MPI_Abort(code),

@@ -258,9 +258,7 @@ int pio_wait_any(const struct pio_ctx *c, int n, MPI_Request *r, const int *who,
     }
 }
 
-/* Sends each listed server one request and waits for every reply; replies[i] is server
- * i's (servers not listed are skipped). */
-static int ask_servers(const struct pio_ctx *c, struct pio_msg req, const void *payload, int plen,
+int pio_ask_servers(const struct pio_ctx *c, struct pio_msg req, const void *payload, int plen,
                        const int *listed, struct pio_msg *replies)
 {
     int n = c->nservers;
@@ -308,7 +306,7 @@ int pio_reply_error(const struct pio_ctx *c, const struct pio_msg *rep, int s, c
 
 /* ---- files --------------------------------------------------------------------------- */
 
-static int check_name(const char *name)
+int pio_check_name(const char *name)
 {
     size_t n = name ? strlen(name) : 0;
     if (n == 0 || n > 200 || strchr(name, '/') || name[0] == '.')
@@ -322,7 +320,7 @@ static int stat_size(struct pio_file *f, int64_t *size)
     const struct pio_ctx *c = f->ctx;
     struct pio_msg req = {.op = PIO_OP_STAT, .file = f->id}, *rep = calloc((size_t)c->nservers, sizeof *rep);
     if (!rep) return pio_fail(PIO_EINVAL, "pio: out of memory");
-    int rc = ask_servers(c, req, NULL, 0, NULL, rep);
+    int rc = pio_ask_servers(c, req, NULL, 0, NULL, rep);
     *size = 0;
     for (int s = 0; !rc && s < c->nservers; s++) {
         if (rep[s].status) rc = pio_reply_error(c, &rep[s], s, "stat of", f->name);
@@ -346,7 +344,7 @@ static int open_on_servers(struct pio_file *f, int flags)
         return pio_fail(PIO_EINVAL, "pio: out of memory");
     }
     listed[0] = 1;
-    rc = ask_servers(c, req, f->name, (int)strlen(f->name) + 1, listed, rep);
+    rc = pio_ask_servers(c, req, f->name, (int)strlen(f->name) + 1, listed, rep);
     if (!rc && rep[0].status) rc = pio_reply_error(c, &rep[0], 0, "opening", f->name);
     if (!rc) {
         f->layout = (struct pio_layout){rep[0].a, n};
@@ -354,7 +352,7 @@ static int open_on_servers(struct pio_file *f, int flags)
         req.a = rep[0].a;
         req.flags |= PIO_CREATE; /* the layout exists: a server with no data yet makes its file */
         for (int s = 0; s < n; s++) listed[s] = s > 0;
-        if (n > 1) rc = ask_servers(c, req, f->name, (int)strlen(f->name) + 1, listed, rep);
+        if (n > 1) rc = pio_ask_servers(c, req, f->name, (int)strlen(f->name) + 1, listed, rep);
         for (int s = 1; !rc && s < n; s++) {
             if (rep[s].status) rc = pio_reply_error(c, &rep[s], s, "opening", f->name);
             int64_t end = pio_logical_end(&f->layout, s, rep[s].b);
@@ -367,30 +365,41 @@ static int open_on_servers(struct pio_file *f, int flags)
 
 int pio_open(pio_ctx *c, const char *name, int flags, pio_file **out)
 {
+    return pio_open_on(c, c->clients, name, flags, out);
+}
+
+int pio_open_on(pio_ctx *c, MPI_Comm comm, const char *name, int flags, pio_file **out)
+{
     *out = NULL;
+    if (c->client_index < 0) return pio_fail(PIO_EINVAL, "pio: pio_open on an I/O server");
     struct pio_file *f = calloc(1, sizeof *f);
-    int rc = f ? check_name(name) : pio_fail(PIO_EINVAL, "pio: out of memory");
+    int rc = f ? pio_check_name(name) : pio_fail(PIO_EINVAL, "pio: out of memory");
     if (!rc && ((flags & PIO_RDWR) == 0 || (flags & ~(PIO_RDWR | PIO_CREATE | PIO_TRUNC))))
         rc = pio_fail(PIO_EINVAL, "pio: open flags %#x: expected PIO_RDONLY, PIO_WRONLY or PIO_RDWR, with "
                                   "PIO_CREATE and PIO_TRUNC", (unsigned)flags);
     if (!rc && (flags & PIO_TRUNC) && !(flags & PIO_WRONLY))
         rc = pio_fail(PIO_EINVAL, "pio: PIO_TRUNC needs write access");
-    rc = pio_agree(c->clients, rc);
+    rc = pio_agree(comm, rc);
     if (rc) {
         free(f);
         return rc;
     }
+    MPI_Comm_dup(comm, &f->comm);
+    MPI_Comm_rank(f->comm, &f->rank);
     f->ctx = c;
     f->flags = flags;
-    f->id = c->next_file++;
+    /* Ids unique among every client's files: the opener's index and its own count. */
+    f->id = (c->client_index << 20) + (c->next_file++ & 0xfffff);
+    MPI_Bcast(&f->id, 1, MPI_INT, 0, f->comm);
     snprintf(f->name, sizeof f->name, "%s", name);
-    if (c->client_index == 0) rc = open_on_servers(f, flags);
-    rc = pio_agree(c->clients, rc);
+    if (f->rank == 0) rc = open_on_servers(f, flags);
+    rc = pio_agree(f->comm, rc);
     int64_t shared[2] = {f->layout.stripe, f->known_size};
-    MPI_Bcast(shared, 2, MPI_INT64_T, 0, c->clients);
+    MPI_Bcast(shared, 2, MPI_INT64_T, 0, f->comm);
     f->layout = (struct pio_layout){shared[0], c->nservers};
     f->known_size = shared[1];
     if (rc) {
+        MPI_Comm_free(&f->comm);
         free(f);
         return rc;
     }
@@ -403,7 +412,7 @@ int pio_flush(pio_file *f)
     const struct pio_ctx *c = f->ctx;
     struct pio_msg req = {.op = PIO_OP_FLUSH, .file = f->id}, *rep = calloc((size_t)c->nservers, sizeof *rep);
     if (!rep) return pio_fail(PIO_EINVAL, "pio: out of memory");
-    int rc = ask_servers(c, req, NULL, 0, NULL, rep);
+    int rc = pio_ask_servers(c, req, NULL, 0, NULL, rep);
     for (int s = 0; !rc && s < c->nservers; s++)
         if (rep[s].status) rc = pio_reply_error(c, &rep[s], s, "fsync of", f->name);
     free(rep);
@@ -414,15 +423,17 @@ int pio_close(pio_file *f)
 {
     struct pio_ctx *c = f->ctx;
     int rc = PIO_OK;
-    MPI_Barrier(c->clients); /* every client's writes have been acknowledged */
-    if (c->client_index == 0) {
+    MPI_Barrier(f->comm); /* every client's writes have been acknowledged */
+    if (f->rank == 0) {
         struct pio_msg req = {.op = PIO_OP_CLOSE, .file = f->id}, *rep = calloc((size_t)c->nservers, sizeof *rep);
-        rc = rep ? ask_servers(c, req, NULL, 0, NULL, rep) : pio_fail(PIO_EINVAL, "pio: out of memory");
+        rc = rep ? pio_ask_servers(c, req, NULL, 0, NULL, rep) : pio_fail(PIO_EINVAL, "pio: out of memory");
         for (int s = 0; !rc && s < c->nservers; s++)
             if (rep[s].status) rc = pio_reply_error(c, &rep[s], s, "closing", f->name);
         free(rep);
     }
-    rc = pio_agree(c->clients, rc);
+    rc = pio_agree(f->comm, rc);
+    MPI_Comm_free(&f->comm);
+    pio_typemap_free(&f->filetype);
     free(f);
     return rc;
 }
@@ -439,7 +450,10 @@ int pio_set_view(pio_file *f, const struct pio_view *v)
     struct pio_view whole = {0};
     if (!v) v = &whole;
     int rc = pio_view_check(v);
-    if (!rc) f->view = *v;
+    if (!rc) {
+        f->view = *v;
+        pio_typemap_free(&f->filetype);
+    }
     return rc;
 }
 

@@ -10,10 +10,14 @@
 
 struct pio_file {
     pio_ctx *ctx;
-    int id, flags;
+    MPI_Comm comm; /* the clients that opened it (a duplicate): its collective calls' */
+    int rank;      /* this client's rank in comm */
+    int id, flags; /* id: (opener's client index << 20) + that client's count of opens */
     char name[256];
     struct pio_layout layout;
     struct pio_view view;
+    struct pio_typemap filetype; /* when it has blocks, the view is it, tiled from disp */
+    int64_t disp;
     int64_t known_size; /* at least the file's size: at open, after own writes, at the last stat */
 };
 
@@ -23,6 +27,12 @@ int pio_agree(MPI_Comm comm, int rc);
 void pio_abandon(MPI_Request *r, int n);
 /* Wait for any of n requests to servers who[i], within the client's deadline. */
 int pio_wait_any(const struct pio_ctx *c, int n, MPI_Request *r, const int *who, int *index, MPI_Status *st);
+/* A file name pio accepts: PIO_OK, or PIO_EINVAL with the reason. */
+int pio_check_name(const char *name);
+/* Sends each listed server (listed NULL: all) one request and waits for every reply;
+ * replies[i] is server i's (servers not listed are skipped). */
+int pio_ask_servers(const struct pio_ctx *c, struct pio_msg req, const void *payload, int plen,
+                    const int *listed, struct pio_msg *replies);
 /* The error a server's reply carries, as pio's own. */
 int pio_reply_error(const struct pio_ctx *c, const struct pio_msg *rep, int s, const char *what, const char *name);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pio_client.h"
 #include "pio_datatype.h"
 #include "pio_layout.h"
 
@@ -241,35 +242,54 @@ int pio_typemap_of(MPI_Datatype type, struct pio_typemap *out)
     return decode(type, out);
 }
 
-int pio_typemap_check_view(const struct pio_typemap *t)
+int pio_set_view_datatype(pio_file *f, int64_t disp, MPI_Datatype filetype)
 {
-    if (t->size == 0) return pio_fail(PIO_EINVAL, "pio: a filetype that holds no data");
-    for (int i = 0; i < t->n; i++) {
-        if (t->b[i].off < 0)
-            return pio_fail(PIO_EINVAL, "pio: a filetype with a negative displacement (%lld): "
-                            "MPI-IO requires them non-negative", (long long)t->b[i].off);
-        if (i && t->b[i].off < t->b[i - 1].off + t->b[i - 1].len)
-            return pio_fail(PIO_EINVAL, "pio: a filetype whose displacements decrease or overlap "
-                            "(at %lld): MPI-IO requires them nondecreasing", (long long)t->b[i].off);
+    if (disp < 0) return pio_fail(PIO_EINVAL, "pio: view displacement %lld: expected >= 0", (long long)disp);
+    struct pio_typemap t;
+    int rc = pio_typemap_of(filetype, &t);
+    if (!rc) rc = pio_typemap_check_view(&t);
+    if (rc) {
+        pio_typemap_free(&t);
+        return rc;
     }
-    const struct pio_block *last = &t->b[t->n - 1];
-    if (last->off + last->len > t->extent + t->b[0].off)
-        return pio_fail(PIO_EINVAL, "pio: a filetype of extent %lld with data up to byte %lld: "
-                        "its instances would overlap", (long long)t->extent,
-                        (long long)(last->off + last->len));
+    pio_typemap_free(&f->filetype);
+    if (t.n == 1 && t.b[0].len == t.extent) {
+        /* Instances that touch (MPI_BYTE, a contiguous type): the file from one offset on,
+         * planned in pieces of stripes rather than of instances. */
+        f->view = (struct pio_view){.offset = disp + t.b[0].off};
+        pio_typemap_free(&t);
+        return PIO_OK;
+    }
+    f->filetype = t;
+    f->disp = disp;
     return PIO_OK;
 }
 
-int64_t pio_typemap_offset(const struct pio_typemap *t, int64_t disp, int64_t pos)
+int64_t pio_view_offset(const pio_file *f, int64_t pos)
 {
-    int64_t instance = pos / t->size, rest = pos % t->size;
-    int k = 0;
-    for (; k < t->n - 1 && rest >= t->b[k].len; k++) rest -= t->b[k].len; /* its block */
-    return disp + instance * t->extent + t->b[k].off + rest;
+    if (f->filetype.n) return pio_typemap_offset(&f->filetype, f->disp, pos);
+    const struct pio_view *v = &f->view;
+    if (v->levels == 0) return v->offset + pos;
+    int64_t q = pos / v->block, off = v->offset + pos % v->block;
+    for (int k = 0; k < v->levels; k++) {
+        off += (q % v->count[k]) * v->stride[k];
+        q /= v->count[k];
+    }
+    return off;
 }
 
-void pio_typemap_free(struct pio_typemap *t)
+int64_t pio_view_bytes_below(const pio_file *f, int64_t size)
 {
-    free(t->b);
-    memset(t, 0, sizeof *t);
+    /* Offsets grow with the position (views never go back): bisect for the first position
+     * at or past `size`, below an upper bound of the positions that can be. */
+    int64_t lo = 0, hi;
+    if (f->filetype.n) hi = (size / (f->filetype.extent > 0 ? f->filetype.extent : 1) + 2) * f->filetype.size;
+    else if (f->view.levels == 0) return size > f->view.offset ? size - f->view.offset : 0;
+    else hi = pio_view_length(&f->view);
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (pio_view_offset(f, mid) < size) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
 }

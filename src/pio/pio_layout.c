@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pio_layout.h"
 
@@ -129,9 +130,76 @@ int pio_plan(const struct pio_layout *l, const struct pio_view *v, int64_t pos, 
     return PIO_OK;
 }
 
+int pio_plan_typemap(const struct pio_layout *l, const struct pio_typemap *t, int64_t disp, int64_t pos,
+                     int64_t len, struct pio_extents *lists, int64_t *end)
+{
+    *end = 0;
+    int64_t last, span = 0;
+    if (pos < 0 || len < 0 || __builtin_add_overflow(pos, len, &last) ||
+        __builtin_mul_overflow(last / t->size + 1, t->extent, &span) || __builtin_add_overflow(span, disp, &span))
+        return pio_fail(PIO_ERANGE, "pio: bytes [%lld, %lld) of the view: beyond the largest file offset",
+                        (long long)pos, (long long)pos + len);
+    if (len == 0) return PIO_OK;
+    /* The block of the first byte, then block after block, instance after instance. */
+    int64_t instance = pos / t->size, within = pos % t->size, mem = 0;
+    int k = 0;
+    for (; within >= t->b[k].len; k++) within -= t->b[k].len;
+    while (mem < len) {
+        int64_t off = disp + instance * t->extent + t->b[k].off + within;
+        int64_t run = t->b[k].len - within < len - mem ? t->b[k].len - within : len - mem;
+        int rc = add_range(l, off, run, mem, lists);
+        if (rc) return rc;
+        if (off + run > *end) *end = off + run;
+        mem += run;
+        within = 0;
+        if (++k == t->n) k = 0, instance++;
+    }
+    return PIO_OK;
+}
+
 int64_t pio_logical_end(const struct pio_layout *l, int server, int64_t local_size)
 {
     if (local_size <= 0) return 0;
     int64_t last = local_size - 1, k = last / l->stripe;
     return (k * l->nservers + server) * l->stripe + last % l->stripe + 1;
+}
+
+int64_t pio_local_size(const struct pio_layout *l, int server, int64_t size)
+{
+    int64_t whole = size / l->stripe, rest = size % l->stripe; /* stripes 0..whole-1 are full */
+    int64_t mine = whole / l->nservers + (server < whole % l->nservers);
+    return mine * l->stripe + (whole % l->nservers == server ? rest : 0);
+}
+
+int pio_typemap_check_view(const struct pio_typemap *t)
+{
+    if (t->size == 0) return pio_fail(PIO_EINVAL, "pio: a filetype that holds no data");
+    for (int i = 0; i < t->n; i++) {
+        if (t->b[i].off < 0)
+            return pio_fail(PIO_EINVAL, "pio: a filetype with a negative displacement (%lld): "
+                            "MPI-IO requires them non-negative", (long long)t->b[i].off);
+        if (i && t->b[i].off < t->b[i - 1].off + t->b[i - 1].len)
+            return pio_fail(PIO_EINVAL, "pio: a filetype whose displacements decrease or overlap "
+                            "(at %lld): MPI-IO requires them nondecreasing", (long long)t->b[i].off);
+    }
+    const struct pio_block *last = &t->b[t->n - 1];
+    if (last->off + last->len > t->extent + t->b[0].off)
+        return pio_fail(PIO_EINVAL, "pio: a filetype of extent %lld with data up to byte %lld: "
+                        "its instances would overlap", (long long)t->extent,
+                        (long long)(last->off + last->len));
+    return PIO_OK;
+}
+
+int64_t pio_typemap_offset(const struct pio_typemap *t, int64_t disp, int64_t pos)
+{
+    int64_t instance = pos / t->size, rest = pos % t->size;
+    int k = 0;
+    for (; k < t->n - 1 && rest >= t->b[k].len; k++) rest -= t->b[k].len; /* its block */
+    return disp + instance * t->extent + t->b[k].off + rest;
+}
+
+void pio_typemap_free(struct pio_typemap *t)
+{
+    free(t->b);
+    memset(t, 0, sizeof *t);
 }

@@ -26,6 +26,26 @@ struct pio_layout {
     int nservers;
 };
 
+/* A view as MPI-IO defines one: a filetype tiled from a displacement. One instance of the
+ * filetype is its blocks in typemap (stream) order, adjacent ones merged, its lower bound
+ * and extent (the next instance starts `extent` bytes later), and its size (the bytes of
+ * data it holds); pio_datatype.c makes it from an MPI datatype. */
+struct pio_block {
+    int64_t off, len; /* bytes from the start of the datatype's instance */
+};
+struct pio_typemap {
+    int64_t lb, extent, size;
+    int n, cap;
+    struct pio_block *b;
+};
+
+/* A filetype's typemap fit for a view: displacements non-negative and nondecreasing, no
+ * byte twice, also across instances (MPI-IO's rule for filetypes). PIO_OK or PIO_EINVAL. */
+int pio_typemap_check_view(const struct pio_typemap *t);
+/* The file offset of byte `pos` of a view's stream: instance pos / size, at disp. */
+int64_t pio_typemap_offset(const struct pio_typemap *t, int64_t disp, int64_t pos);
+void pio_typemap_free(struct pio_typemap *t);
+
 /* The view's checks; 0, or PIO_EINVAL with the reason in pio_last_error(). */
 int pio_view_check(const struct pio_view *v);
 /* [pos, pos + len) of the view's stream as extents per server (lists[0..nservers) start
@@ -33,8 +53,13 @@ int pio_view_check(const struct pio_view *v);
  * one past the highest file offset touched (0 when len is 0). PIO_OK or PIO_EINVAL. */
 int pio_plan(const struct pio_layout *l, const struct pio_view *v, int64_t pos, int64_t len,
              struct pio_extents *lists, int64_t *end);
+/* The same for a filetype's view (checked by pio_typemap_check_view), from disp. */
+int pio_plan_typemap(const struct pio_layout *l, const struct pio_typemap *t, int64_t disp, int64_t pos,
+                     int64_t len, struct pio_extents *lists, int64_t *end);
 void pio_extents_free(struct pio_extents *x);
 int pio_extents_add(struct pio_extents *x, struct pio_extent e);
+/* The size of server s's data file for a file of logical size `size`. */
+int64_t pio_local_size(const struct pio_layout *l, int server, int64_t size);
 /* The logical file size implied by `local_size` bytes in server s's data file. */
 int64_t pio_logical_end(const struct pio_layout *l, int server, int64_t local_size);
 

@@ -51,6 +51,10 @@ enum {
     PIO_OP_STAT,     /* reply b = local size */
     PIO_OP_CLOSE,    /* fsync and close; reply status */
     PIO_OP_SHUTDOWN,
+    PIO_OP_TRUNCATE, /* a = the logical size, block = the stripe; reply status */
+    PIO_OP_SHARED,   /* server 0: the shared file pointer; reply b = its value before:
+                        flags 0 adds a, 1 sets it to a (MPI-IO's, in the caller's units) */
+    PIO_OP_DELETE,   /* payload: the name; the server's part (and server 0's layout) removed */
 };
 
 struct pio_msg {

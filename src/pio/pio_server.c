@@ -25,6 +25,7 @@
 
 struct open_file {
     int id, fd;
+    int64_t shared; /* server 0: the file's shared pointer (MPI-IO), bytes of the view */
 };
 
 struct read_request {
@@ -164,10 +165,22 @@ static struct pio_msg do_open(struct server *sv, const struct pio_msg *m, const 
         sv->files = grown;
         sv->capfiles = cap;
     }
-    sv->files[sv->nfiles++] = (struct open_file){m->file, fd};
+    sv->files[sv->nfiles++] = (struct open_file){m->file, fd, 0};
     struct stat st;
     fstat(fd, &st);
     return (struct pio_msg){.a = stripe, .b = st.st_size};
+}
+
+static struct pio_msg do_delete(struct server *sv, const char *name)
+{
+    char path[4400];
+    pio_data_path(sv->c, name, path, sizeof path);
+    if (unlink(path) != 0) return failure(errno == ENOENT ? PIO_ENOENT : PIO_EIO, errno);
+    if (sv->c->server_index == 0) {
+        pio_meta_path(sv->c, name, path, sizeof path);
+        if (unlink(path) != 0 && errno != ENOENT) return failure(PIO_EIO, errno);
+    }
+    return (struct pio_msg){0};
 }
 
 static struct pio_msg do_write(struct server *sv, int fd, const struct pio_msg *m, const char *payload)
@@ -297,6 +310,10 @@ static int handle(struct server *sv, int rank, const struct pio_msg *m, const ch
         reply(sv, rank, do_open(sv, m, payload));
         return 0;
     }
+    if (m->op == PIO_OP_DELETE) {
+        reply(sv, rank, do_delete(sv, payload));
+        return 0;
+    }
     int f = find_file(sv, m->file);
     if (f < 0) {
         if (m->op == PIO_OP_READ) {
@@ -326,6 +343,18 @@ static int handle(struct server *sv, int rank, const struct pio_msg *m, const ch
         fstat(fd, &st);
         reply(sv, rank, (struct pio_msg){.b = st.st_size});
         break;
+    case PIO_OP_TRUNCATE: {
+        struct pio_layout l = {m->block, sv->c->nservers};
+        int64_t local = pio_local_size(&l, sv->c->server_index, m->a);
+        reply(sv, rank, ftruncate(fd, local) == 0 ? (struct pio_msg){0} : failure(PIO_EIO, errno));
+        break;
+    }
+    case PIO_OP_SHARED: {
+        struct pio_msg r = {.b = sv->files[f].shared};
+        sv->files[f].shared = m->flags ? m->a : sv->files[f].shared + m->a;
+        reply(sv, rank, r);
+        break;
+    }
     case PIO_OP_CLOSE: {
         int ok = fsync(fd) == 0;
         int err = errno;

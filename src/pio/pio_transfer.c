@@ -137,6 +137,7 @@ static int plan(const struct pio_file *f, int64_t pos, int64_t len, struct pio_e
 {
     *lists = calloc((size_t)f->ctx->nservers, sizeof **lists);
     if (!*lists) return pio_fail(PIO_EINVAL, "pio: out of memory");
+    if (f->filetype.n) return pio_plan_typemap(&f->layout, &f->filetype, f->disp, pos, len, *lists, end);
     return pio_plan(&f->layout, &f->view, pos, len, *lists, end);
 }
 
@@ -293,12 +294,12 @@ int pio_read_at(pio_file *f, int64_t pos, void *buf, int64_t len)
  * are about), and all return the lowest code any client had. */
 int pio_write_at_all(pio_file *f, int64_t pos, const void *buf, int64_t len)
 {
-    MPI_Barrier(f->ctx->clients);
-    return pio_agree(f->ctx->clients, pio_write_at(f, pos, buf, len));
+    MPI_Barrier(f->comm);
+    return pio_agree(f->comm, pio_write_at(f, pos, buf, len));
 }
 
 int pio_read_at_all(pio_file *f, int64_t pos, void *buf, int64_t len)
 {
-    MPI_Barrier(f->ctx->clients);
-    return pio_agree(f->ctx->clients, pio_read_at(f, pos, buf, len));
+    MPI_Barrier(f->comm);
+    return pio_agree(f->comm, pio_read_at(f, pos, buf, len));
 }

@@ -99,6 +99,14 @@ static int discovering(void)
     return blocks && strcmp(blocks, "auto") == 0 && !ist_multi_site;
 }
 
+/* The platform's blocks of ranks count every rank of the job, hidden I/O servers too. */
+static int job_rank(void)
+{
+    int rank = world_rank;
+    if (ist_app_world != MPI_COMM_WORLD) PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
 static void decide_own_cluster(const char *host, char out[IST_NAME_MAX])
 {
     const char *explicit_name = getenv("ISTHMUS_CLUSTER");
@@ -111,7 +119,7 @@ static void decide_own_cluster(const char *host, char out[IST_NAME_MAX])
         copy_name(out, explicit_name);
     } else if (patterns && *patterns && cluster_from_patterns(patterns, host, out)) {
         /* matched a host pattern */
-    } else if (blocks && *blocks && cluster_from_blocks(blocks, world_rank, out)) {
+    } else if (blocks && *blocks && cluster_from_blocks(blocks, job_rank(), out)) {
         /* block mapping */
     } else {
         if ((patterns && *patterns) || (blocks && *blocks))
@@ -243,7 +251,7 @@ const char *ist_rank_host(int r) { return rank_host[r]; }
 static int *translate_group(MPI_Group group, int n)
 {
     MPI_Group world_group;
-    ist_world_Comm_group(MPI_COMM_WORLD, &world_group);
+    ist_world_Comm_group(ist_app_world, &world_group);
     int *ranks = malloc((size_t)n * sizeof(int));
     int *out = malloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) ranks[i] = i;
@@ -274,7 +282,7 @@ static struct ist_comm_info *make_info(MPI_Comm comm)
 
 const struct ist_comm_info *ist_comm_info(MPI_Comm comm)
 {
-    if (comm == MPI_COMM_WORLD) return &world_info;
+    if (comm == ist_app_world) return &world_info;
     unsigned long gen = atomic_load(&generation);
     if (comm == last_comm && gen == last_generation) return last_info;
     struct ist_comm_info *info = NULL;

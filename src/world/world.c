@@ -17,7 +17,7 @@ void ist_world_init(MPI_Comm *world_dup)
         int rc;
         ist_span_Comm_dup(MPI_COMM_WORLD, world_dup, &rc);
     } else {
-        ist_own_Comm_dup(MPI_COMM_WORLD, world_dup);
+        ist_own_Comm_dup(ist_app_world, world_dup);
     }
     ist_topology_init(*world_dup);
 }

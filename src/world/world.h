@@ -25,6 +25,12 @@ static inline int ist_answered(int *answer, int result)
     return 1;
 }
 
+/* What the application's MPI_COMM_WORLD means: MPI_COMM_WORLD itself, or with I/O
+ * servers hidden in the job (src/layer/mpiio.c, docs/mpiio.md) the other ranks alone,
+ * set at MPI_Init before ist_world_init. The wrappers map the handle (IST_APP_COMM); the
+ * layer's world, topology and ranks are those of this communicator. */
+extern MPI_Comm ist_app_world;
+
 /* Set at MPI_Init when this job is one site of several (ISTHMUS_ZIP_SITES). */
 extern int ist_multi_site;
 

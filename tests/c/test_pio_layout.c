@@ -50,22 +50,55 @@ static struct pio_view random_view(void)
     return v;
 }
 
+/* A filetype's typemap as MPI-IO allows one: 1-6 blocks in increasing order with gaps,
+ * a lower bound before the first, an extent at least up to the last block's end. */
+static struct pio_typemap random_typemap(void)
+{
+    struct pio_typemap t = {.n = (int)rnd(1, 6)};
+    t.cap = t.n;
+    t.b = calloc((size_t)t.n, sizeof *t.b);
+    int64_t at = rnd(0, 300);
+    t.lb = at - rnd(0, at);
+    for (int i = 0; i < t.n; i++) {
+        t.b[i] = (struct pio_block){at, rnd(1, 500)};
+        t.size += t.b[i].len;
+        at += t.b[i].len + rnd(1, 400);
+    }
+    t.extent = at - t.lb + rnd(0, 300);
+    return t;
+}
+
+/* The file offset of stream position p of the request's view: a nested-strided view or
+ * a typemap (when it has blocks). */
+static int64_t stream_offset(const struct pio_view *v, const struct pio_typemap *t, int64_t disp, int64_t p)
+{
+    return t->n ? pio_typemap_offset(t, disp, p) : view_offset(v, p);
+}
+
 static void check_plan(void)
 {
     struct pio_layout l = {rnd(1, 3) == 1 ? rnd(1, 16) : rnd(100, 9000), (int)rnd(1, 5)};
     struct pio_view v = random_view();
-    int64_t vlen = pio_view_length(&v), total = v.levels ? vlen : 20000;
+    struct pio_typemap t = {0};
+    int64_t disp = 0;
+    if (rnd(0, 1)) {
+        t = random_typemap();
+        disp = rnd(0, 5000);
+        CHECK(pio_typemap_check_view(&t) == PIO_OK, "a good typemap refused: %s", pio_last_error());
+    }
+    int64_t vlen = pio_view_length(&v), total = v.levels && !t.n ? vlen : 20000;
     int64_t pos = rnd(0, total), len = rnd(0, total - pos);
     struct pio_extents lists[8] = {0};
     int64_t end;
-    CHECK(pio_plan(&l, &v, pos, len, lists, &end) == PIO_OK, "plan failed: %s", pio_last_error());
+    int planned = t.n ? pio_plan_typemap(&l, &t, disp, pos, len, lists, &end) : pio_plan(&l, &v, pos, len, lists, &end);
+    CHECK(planned == PIO_OK, "plan failed: %s", pio_last_error());
     char *seen = calloc((size_t)len + 1, 1);
     int64_t bytes = 0, want_end = 0;
     for (int s = 0; s < l.nservers; s++) {
         for (int i = 0; i < lists[s].n; i++) {
             const struct pio_extent *e = &lists[s].e[i];
             for (int64_t b = 0; b < e->len; b++) {
-                int64_t m = e->mem + b, file = view_offset(&v, pos + m), k = file / l.stripe;
+                int64_t m = e->mem + b, file = stream_offset(&v, &t, disp, pos + m), k = file / l.stripe;
                 CHECK(m >= 0 && m < len && !seen[m], "buffer byte %lld twice or outside", (long long)m);
                 seen[m] = 1;
                 CHECK(k % l.nservers == s, "file byte %lld on server %d", (long long)file, s);
@@ -81,7 +114,7 @@ static void check_plan(void)
     CHECK(end == want_end, "end %lld, expected %lld", (long long)end, (long long)want_end);
 
     /* A contiguous write from 0: the data files imply exactly the written size. */
-    if (v.levels == 0 && v.offset == 0 && pos == 0) {
+    if (v.levels == 0 && v.offset == 0 && pos == 0 && !t.n) {
         int64_t size = 0;
         for (int s = 0; s < l.nservers; s++) {
             int64_t local = 0;
@@ -129,8 +162,27 @@ static void check_plan(void)
     }
     pio_schedule_free(&sc);
     pio_schedule_free(&again);
+    pio_typemap_free(&t);
     free(seen);
     for (int s = 0; s < l.nservers; s++) pio_extents_free(&lists[s]);
+}
+
+/* set_size's truncation: each server's data file holds exactly the stripes' bytes below
+ * the size, and the size the data files imply is the size set. */
+static void check_local_size(void)
+{
+    struct pio_layout l = {rnd(1, 50), (int)rnd(1, 5)};
+    int64_t size = rnd(0, 2000), implied = 0;
+    for (int s = 0; s < l.nservers; s++) {
+        int64_t local = pio_local_size(&l, s, size), want = 0;
+        for (int64_t x = 0; x < size; x++)
+            if ((x / l.stripe) % l.nservers == s) want++;
+        CHECK(local == want, "server %d of %d, stripe %lld, size %lld: %lld bytes, expected %lld", s,
+              l.nservers, (long long)l.stripe, (long long)size, (long long)local, (long long)want);
+        int64_t e = pio_logical_end(&l, s, local);
+        if (e > implied) implied = e;
+    }
+    CHECK(implied == size, "size %lld implies %lld", (long long)size, (long long)implied);
 }
 
 static void check_bad_views(void)
@@ -150,11 +202,20 @@ static void check_bad_views(void)
     struct pio_extents lists[2] = {0};
     int64_t end;
     CHECK(pio_plan(&l, &ok, 20, 5, lists, &end) == PIO_ERANGE, "past the view's end");
+    struct pio_block two[2] = {{0, 8}, {4, 8}}, wide[1] = {{0, 8}};
+    struct pio_typemap overlapping = {.extent = 16, .size = 16, .n = 2, .b = two};
+    CHECK(pio_typemap_check_view(&overlapping) == PIO_EINVAL, "overlapping blocks");
+    struct pio_typemap short_extent = {.extent = 4, .size = 8, .n = 1, .b = wide};
+    CHECK(pio_typemap_check_view(&short_extent) == PIO_EINVAL && strstr(pio_last_error(), "overlap"),
+          "instances that overlap: %s", pio_last_error());
+    struct pio_typemap far = {.extent = 8, .size = 8, .n = 1, .b = wide};
+    CHECK(pio_plan_typemap(&l, &far, 0, INT64_MAX - 4, 4, lists, &end) == PIO_ERANGE, "beyond 2^63");
 }
 
 int main(void)
 {
     for (int i = 0; i < 3000; i++) check_plan();
+    for (int i = 0; i < 500; i++) check_local_size();
     check_bad_views();
     printf("pio layout: %d checks\n%d passed, %d failed\n", checks, checks - failures, failures);
     return failures != 0;

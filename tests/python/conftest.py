@@ -52,6 +52,8 @@ HELPERS = {
     "zero_counts": "zero_counts.c",
     "late_rank": "late_rank.c",
     "ior_like": "ior_like.c",
+    "mpiio_views": "mpiio_views.c",
+    "mpiio_refused": "mpiio_refused.c",
 }
 
 

@@ -216,7 +216,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
     check_logins(r, clusters, zippers)
     io = None
     if "io" in top:
-        t = r.table(top["io"], "io", ("servers", "cluster", "directory", "stripe"))
+        t = r.table(top["io"], "io", ("servers", "cluster", "directory", "stripe", "mpiio"))
         cluster = t.get("cluster")
         if cluster is not None and cluster not in names:
             raise r.fail(
@@ -230,6 +230,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
             cluster,
             directory,
             r.unit(t, "io", "stripe", parse_size, 64 * 1024),
+            r.boolean(t, "io", "mpiio", False),
         )
         if io.stripe < 1 or io.stripe > 1 << 30:
             raise r.fail("io.stripe", f"{io.stripe} bytes: expected 1 byte to 1GiB")

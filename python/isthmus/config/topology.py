@@ -103,6 +103,7 @@ class IoServers:
     cluster: str | None
     directory: str
     stripe: int
+    mpiio: bool = False  # the servers hidden in the job, MPI-IO of "pio:" files on them
 
 
 @dataclass(frozen=True)

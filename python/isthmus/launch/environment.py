@@ -40,6 +40,8 @@ def pio_environment(platform: Platform, nranks: int) -> dict[str, str]:
             "ISTHMUS_PIO_DIR": platform.io.directory,
             "ISTHMUS_PIO_STRIPE": str(platform.io.stripe),
         }
+        if platform.io.mpiio:
+            env["ISTHMUS_PIO_MPIIO"] = "1"  # src/layer/mpiio.h
         window = pio_window(platform, servers, nranks)
         if window is not None:
             env["ISTHMUS_PIO_WINDOW"] = str(window)
