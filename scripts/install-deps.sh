@@ -22,6 +22,7 @@ apt_packages=(
   libfaketime  # dilation/interposition compares the layer's clocks with it
   lammps netpipe-openmpi netpipe-mpich2 hpcc  # applications: demo, sweeps, zipper tests
   slurmctld slurmd slurm-client munge  # a Slurm per emulated cluster (docs/slurm.md)
+  libhdf5-openmpi-dev libhdf5-mpich-dev  # parallel HDF5, the MPI-IO test program (docs/mpiio.md)
 )
 if [ "${1:-}" = experiments ]; then
   # applications only experiments run (examples/sweeps/zipper-apps.toml): NWChem and

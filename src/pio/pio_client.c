@@ -386,6 +386,7 @@ int pio_open_on(pio_ctx *c, MPI_Comm comm, const char *name, int flags, pio_file
     }
     MPI_Comm_dup(comm, &f->comm);
     MPI_Comm_rank(f->comm, &f->rank);
+    f->cluster = MPI_COMM_NULL;
     f->ctx = c;
     f->flags = flags;
     /* Ids unique among every client's files: the opener's index and its own count. */
@@ -433,6 +434,7 @@ int pio_close(pio_file *f)
     }
     rc = pio_agree(f->comm, rc);
     MPI_Comm_free(&f->comm);
+    if (f->cluster != MPI_COMM_NULL) MPI_Comm_free(&f->cluster);
     pio_typemap_free(&f->filetype);
     free(f);
     return rc;

@@ -19,7 +19,15 @@ struct pio_file {
     struct pio_typemap filetype; /* when it has blocks, the view is it, tiled from disp */
     int64_t disp;
     int64_t known_size; /* at least the file's size: at open, after own writes, at the last stat */
+    MPI_Comm cluster;   /* two-phase: comm's clients in this one's cluster (made at first use) */
 };
+
+/* Writes planned extents (per server) of data, scheduled by the client's strategy. */
+int pio_write_planned(struct pio_file *f, const struct pio_extents *lists, const char *data);
+/* pio_two_phase.c: a collective write by aggregators, or PIO_DIRECT when the clients'
+ * requests are better sent each by itself (then nothing has been sent). */
+#define PIO_DIRECT 2
+int pio_two_phase_write(struct pio_file *f, int64_t pos, const void *buf, int64_t len);
 
 /* Every rank's rc agreed on comm: the lowest, with its rank's message. */
 int pio_agree(MPI_Comm comm, int rc);

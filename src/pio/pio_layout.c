@@ -85,8 +85,7 @@ void pio_extents_free(struct pio_extents *x)
     *x = (struct pio_extents){0};
 }
 
-/* Splits the file range [off, off + len), at buffer position mem, at stripe boundaries. */
-static int add_range(const struct pio_layout *l, int64_t off, int64_t len, int64_t mem, struct pio_extents *lists)
+int pio_plan_range(const struct pio_layout *l, int64_t off, int64_t len, int64_t mem, struct pio_extents *lists)
 {
     while (len > 0) {
         int64_t k = off / l->stripe, within = off % l->stripe;
@@ -112,7 +111,7 @@ int pio_plan(const struct pio_layout *l, const struct pio_view *v, int64_t pos, 
     if (len == 0) return PIO_OK;
     if (v->levels == 0) {
         *end = v->offset + pos + len;
-        return add_range(l, v->offset + pos, len, 0, lists);
+        return pio_plan_range(l, v->offset + pos, len, 0, lists);
     }
     int64_t mem = 0;
     while (mem < len) {
@@ -122,7 +121,7 @@ int pio_plan(const struct pio_layout *l, const struct pio_view *v, int64_t pos, 
             q /= v->count[k];
         }
         int64_t run = v->block - within < len - mem ? v->block - within : len - mem;
-        int rc = add_range(l, off, run, mem, lists);
+        int rc = pio_plan_range(l, off, run, mem, lists);
         if (rc) return rc;
         if (off + run > *end) *end = off + run;
         mem += run;
@@ -147,7 +146,7 @@ int pio_plan_typemap(const struct pio_layout *l, const struct pio_typemap *t, in
     while (mem < len) {
         int64_t off = disp + instance * t->extent + t->b[k].off + within;
         int64_t run = t->b[k].len - within < len - mem ? t->b[k].len - within : len - mem;
-        int rc = add_range(l, off, run, mem, lists);
+        int rc = pio_plan_range(l, off, run, mem, lists);
         if (rc) return rc;
         if (off + run > *end) *end = off + run;
         mem += run;

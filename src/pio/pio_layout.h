@@ -57,6 +57,9 @@ int pio_plan(const struct pio_layout *l, const struct pio_view *v, int64_t pos, 
 int pio_plan_typemap(const struct pio_layout *l, const struct pio_typemap *t, int64_t disp, int64_t pos,
                      int64_t len, struct pio_extents *lists, int64_t *end);
 void pio_extents_free(struct pio_extents *x);
+/* File bytes [off, off + len), at buffer position mem, as extents per server (cut at
+ * stripe boundaries). */
+int pio_plan_range(const struct pio_layout *l, int64_t off, int64_t len, int64_t mem, struct pio_extents *lists);
 int pio_extents_add(struct pio_extents *x, struct pio_extent e);
 /* The size of server s's data file for a file of logical size `size`. */
 int64_t pio_local_size(const struct pio_layout *l, int server, int64_t size);

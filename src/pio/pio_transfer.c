@@ -70,7 +70,7 @@ void pio_abort(int code, const char *fmt, ...)
  * order, at most its share (window / servers, rounded up) to any one server, so that the
  * pieces in flight are spread over the servers and the acknowledgement round trips overlap
  * with transfers. */
-static int write_planned(struct pio_file *f, const struct pio_extents *lists, const char *data)
+int pio_write_planned(struct pio_file *f, const struct pio_extents *lists, const char *data)
 {
     struct pio_ctx *c = f->ctx;
     struct pio_schedule sc;
@@ -154,7 +154,7 @@ int pio_write_at(pio_file *f, int64_t pos, const void *buf, int64_t len)
     struct pio_extents *lists;
     int64_t end;
     rc = plan(f, pos, len, &lists, &end);
-    if (!rc && len > 0) rc = write_planned(f, lists, buf);
+    if (!rc && len > 0) rc = pio_write_planned(f, lists, buf);
     if (!rc && end > f->known_size) f->known_size = end;
     free_plan(f, lists);
     return rc;
@@ -294,6 +294,10 @@ int pio_read_at(pio_file *f, int64_t pos, void *buf, int64_t len)
  * are about), and all return the lowest code any client had. */
 int pio_write_at_all(pio_file *f, int64_t pos, const void *buf, int64_t len)
 {
+    int rc = pio_agree(f->comm, check_access(f, PIO_WRONLY, buf, len));
+    if (rc) return rc;
+    rc = pio_two_phase_write(f, pos, buf, len);
+    if (rc != PIO_DIRECT) return rc;
     MPI_Barrier(f->comm);
     return pio_agree(f->comm, pio_write_at(f, pos, buf, len));
 }

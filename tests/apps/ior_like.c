@@ -3,7 +3,7 @@
  * file per process, and prints one JSON line per phase (rank 0).
  *
  *   ior_like [-b BLOCK] [-t TRANSFER] [-s SEGMENTS] [-F] [-l segmented|strided] [-c] [-n]
- *            [-v] [-o PATH]
+ *            [-v] [-k] [-o PATH]
  *   -F  a file per process (PATH.RANK); else one shared file
  *   -l  shared file layout: segmented (a segment holds each rank's block in turn: IOR's)
  *       or strided (the ranks' transfers interleave, transfer by transfer)
@@ -11,6 +11,9 @@
  *   -n  nonblocking calls (MPI_File_iwrite_at..., waited one by one)
  *   -v  through a file view (a vector filetype, the individual file pointer) rather than
  *       explicit offsets
+ *   -k  with -v: each call carries a whole block (block / transfer pieces of the view,
+ *       noncontiguous in the file when strided), as a program writing its part of an
+ *       array at once does; else one transfer per call
  * Every byte's value is a function of its file offset (and the file), so a read checks
  * what any rank wrote; the read phase reads another rank's part (the next rank's: IOR's
  * -C), so that nothing comes from a rank's own buffers. Exits 1 on a mismatch. */
@@ -23,7 +26,7 @@
 
 struct options {
     long long block, transfer, segments;
-    int per_process, strided, collective, nonblocking, view;
+    int per_process, strided, collective, nonblocking, view, whole;
     const char *path;
 };
 
@@ -101,20 +104,24 @@ static long long phase(const struct options *o, int write, int as, int nranks, d
         MPI_File_set_view(fh, offset_of(o, nranks, as, 0, 0), MPI_BYTE, filetype, "native",
                           MPI_INFO_NULL);
     }
-    unsigned char *buf = malloc((size_t)o->transfer);
+    long long per_call = o->whole ? o->block / o->transfer : 1; /* transfers in one call */
+    unsigned char *buf = malloc((size_t)(o->transfer * per_call));
     long long bad = 0;
     int file = o->per_process ? as : 0;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (long long seg = 0; seg < o->segments; seg++)
-        for (long long i = 0; i < o->block / o->transfer; i++) {
-            long long off = offset_of(o, nranks, as, seg, i);
-            if (write)
-                for (long long k = 0; k < o->transfer; k++) buf[k] = byte_at(off + k, file);
-            else memset(buf, 0, (size_t)o->transfer);
-            one_transfer(fh, write, off, buf, (int)o->transfer, o);
-            if (!write)
-                for (long long k = 0; k < o->transfer; k++) bad += buf[k] != byte_at(off + k, file);
+        for (long long i = 0; i < o->block / o->transfer; i += per_call) {
+            for (long long j = 0; write && j < per_call; j++) {
+                long long off = offset_of(o, nranks, as, seg, i + j);
+                for (long long k = 0; k < o->transfer; k++) buf[j * o->transfer + k] = byte_at(off + k, file);
+            }
+            if (!write) memset(buf, 0, (size_t)(o->transfer * per_call));
+            one_transfer(fh, write, offset_of(o, nranks, as, seg, i), buf, (int)(o->transfer * per_call), o);
+            for (long long j = 0; !write && j < per_call; j++) {
+                long long off = offset_of(o, nranks, as, seg, i + j);
+                for (long long k = 0; k < o->transfer; k++) bad += buf[j * o->transfer + k] != byte_at(off + k, file);
+            }
         }
     if (write) MPI_File_sync(fh);
     MPI_File_close(&fh);
@@ -131,8 +138,8 @@ int main(int argc, char **argv)
     int rank, nranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    struct options o = {65536, 16384, 2, 0, 0, 0, 0, 0, "ior_like.dat"};
-    for (int c; (c = getopt(argc, argv, "b:t:s:Fl:cnvo:")) != -1;) {
+    struct options o = {65536, 16384, 2, 0, 0, 0, 0, 0, 0, "ior_like.dat"};
+    for (int c; (c = getopt(argc, argv, "b:t:s:Fl:cnvko:")) != -1;) {
         switch (c) {
         case 'b': o.block = atoll(optarg); break;
         case 't': o.transfer = atoll(optarg); break;
@@ -146,13 +153,15 @@ int main(int argc, char **argv)
         case 'c': o.collective = 1; break;
         case 'n': o.nonblocking = 1; break;
         case 'v': o.view = 1; break;
+        case 'k': o.whole = 1; break;
         case 'o': o.path = optarg; break;
-        default: die("usage: ior_like [-b BLOCK] [-t TRANSFER] [-s SEGMENTS] [-F] [-l LAYOUT] [-c] [-n] [-v] [-o PATH]");
+        default: die("usage: ior_like [-b BLOCK] [-t TRANSFER] [-s SEGMENTS] [-F] [-l LAYOUT] [-c] [-n] [-v] [-k] [-o PATH]");
         }
     }
     if (o.block <= 0 || o.transfer <= 0 || o.segments <= 0 || o.block % o.transfer)
         die("expected positive sizes, with the block a multiple of the transfer");
     if (o.view && o.nonblocking && o.collective) die("-v with -n: independent only");
+    if (o.whole && !o.view) die("-k needs -v: a whole block in one call goes through the view");
     long long bad = 0, all_bad = 0;
     for (int write = 1; write >= 0; write--) {
         double seconds = 0;

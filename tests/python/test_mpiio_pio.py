@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,16 +30,21 @@ def run_on_pio(
 
 
 @pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("two_phase", ["auto", "on"])
 def test_every_view_and_access_form_matches_the_mpis_own_mpiio(
-    isthmus: Run, apps: dict[tuple[str, str], Path], tmp_path: Path, mpi: str
+    isthmus: Run, apps: dict[tuple[str, str], Path], tmp_path: Path, mpi: str, two_phase: str
 ) -> None:
     """Every datatype kind of a filetype by every access form: the same bytes in the pio
     file as in the MPI's own, read back through the view; the same sizes, positions and
-    byte offsets; the application sees 4 ranks, not 6."""
+    byte offsets; the application sees 4 ranks, not 6. With two_phase on, every
+    collective write goes through aggregators."""
     servers, plain = tmp_path / "pio", tmp_path / "plain"
     servers.mkdir()
     plain.mkdir()
-    rc, out, err = run_on_pio(isthmus, mpi, servers, apps[(mpi, "mpiio_views")], str(plain))
+    rc, out, err = run_on_pio(
+        isthmus, mpi, servers, apps[(mpi, "mpiio_views")], str(plain),
+        sets=("--set", f"io.two_phase={two_phase}"),
+    )  # fmt: skip
     assert rc == 0, out + err[-3000:]
     assert "mpiio_views: 56 cases" in out and ", 0 differ" in out, out + err[-2000:]
     # the servers' stripes hold the pio files; the MPI's files are plain
@@ -103,3 +109,44 @@ def test_a_fortran_program_is_refused_with_mpiio(isthmus: Run, tmp_path: Path) -
     rc, out, err = run_on_pio(isthmus, "openmpi", servers, program, str(tmp_path / "f.dat"))
     assert rc == 2, out + err[-2000:]
     assert "MPI-IO on pio ([io] mpiio = true) serves C programs; this one is Fortran" in err
+
+
+def _hdf5_program(mpi: str, tmp_path: Path) -> Path:
+    """tests/apps/h5_chunked.c against Debian's parallel HDF5 for this MPI."""
+    lib, out = Path("/usr/lib/x86_64-linux-gnu/hdf5") / mpi, tmp_path / "h5"
+    cmd = [f"mpicc.{mpi}", "-O1", f"-I/usr/include/hdf5/{mpi}", "-o", str(out),
+           str(APPS / "h5_chunked.c"), f"-L{lib}", f"-Wl,-rpath,{lib}", "-lhdf5"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_an_hdf5_program_runs_unmodified_and_its_file_reads_back_through_the_mpis_own(
+    isthmus: Run, tmp_path: Path, mpi: str
+) -> None:
+    """HDF5's MPI-IO driver on a pio: file (a chunked 3-D dataset written and read back
+    collectively); `isthmus pio export` writes it out whole, and the same program reads it
+    back through the MPI's own MPI-IO on another platform."""
+    program = _hdf5_program(mpi, tmp_path)
+    servers = tmp_path / "pio"
+    servers.mkdir()
+    rc, out, err = run_on_pio(isthmus, mpi, servers, program, "pio:field.h5")
+    assert rc == 0, out + err[-3000:]
+    assert "h5_chunked: 23040 elements, 0 bad" in out
+    plain = tmp_path / "field.h5"
+    done = isthmus("pio", "export", servers, "field.h5", "-o", plain)
+    assert done.returncode == 0, done.stderr
+    assert plain.read_bytes()[:8] == b"\x89HDF\r\n\x1a\n"
+    done = isthmus("run", "-p", PLATFORMS / "two-clusters.toml", "--mpi", mpi,
+                   "--timeout", "120s", "--", program, plain, "read")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "h5_chunked: 23040 elements, 0 bad" in done.stdout
+
+
+def test_export_of_a_file_that_is_not_there_is_one_line(isthmus: Run, tmp_path: Path) -> None:
+    done = isthmus("pio", "export", tmp_path, "nothing", "-o", tmp_path / "out")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("nothing.pio-meta: No such file or directory: "
+                                        "expected pio's layout of 'nothing'")  # fmt: skip
+    assert not (tmp_path / "out").exists()

@@ -63,9 +63,20 @@ def cmd_pio_bench(args: argparse.Namespace) -> int:
     return rc
 
 
+def cmd_pio_export(args: argparse.Namespace) -> int:
+    from isthmus.pio import files
+
+    directory, out = Path(args.directory), Path(args.output)
+    if not out.parent.is_dir():
+        raise UserError(f"{out}: the directory {out.parent} does not exist")
+    size = files.export(directory, args.name, out)
+    print(f"wrote {out}: {size} bytes of pio file {args.name!r}")
+    return 0
+
+
 def add(sub: Any) -> None:
     """The pio command(s) on the top-level subparsers."""
-    psub = group(sub, "pio", "pio, files striped over I/O servers: its benchmark")
+    psub = group(sub, "pio", "pio, files striped over I/O servers: its benchmark, export")
     sp = psub.add_parser(
         "bench",
         help="the paper's workloads for every strategy and schedule block, with the servers' "
@@ -83,3 +94,12 @@ def add(sub: Any) -> None:
     sp.add_argument("--strategies", default=",".join(("first", "random", "hash", "window")))
     sp.add_argument("--repeat", type=int, default=3, help="repetitions (default 3)")
     sp.set_defaults(func=cmd_pio_bench)
+    ex = psub.add_parser(
+        "export",
+        help="a pio file written out whole as one ordinary file (for the MPI's own MPI-IO, "
+        "HDF5's tools, any program)",
+    )
+    ex.add_argument("directory", help="the servers' directory (the platform's io.directory)")
+    ex.add_argument("name", help="the file's pio name (without pio:)")
+    ex.add_argument("-o", "--output", required=True, metavar="FILE")
+    ex.set_defaults(func=cmd_pio_export)

@@ -104,6 +104,7 @@ class IoServers:
     directory: str
     stripe: int
     mpiio: bool = False  # the servers hidden in the job, MPI-IO of "pio:" files on them
+    two_phase: str = "auto"  # collective writes by aggregators per cluster: auto, on, off
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_apps as apps
 from isthmus.report import blocks_dilation as dil
 from isthmus.report import blocks_live as live
+from isthmus.report import blocks_mpiio as mpiio
 from isthmus.report import blocks_net as net
 from isthmus.report import blocks_robustness as robustness
 from isthmus.report import blocks_slurm as slurm_blocks
@@ -100,6 +101,10 @@ BLOCKS.update(
         "pio/bench": Block("pio/bench", apps.block_pio, apps.plot_pio, "results/pio/bench.png"),
         "pio/bench-wan": Block("pio/bench-wan", apps.block_pio, apps.plot_pio,
                                "results/pio/bench-wan.png"),
+        "pio/mpiio": Block("pio/mpiio", mpiio.block_cases, mpiio.plot_cases,
+                           "results/pio/mpiio.png"),
+        "pio/two-phase": Block("pio/two-phase", mpiio.block_cases, mpiio.plot_cases,
+                               "results/pio/two-phase.png"),
         "model/bcast": Block("model/bcast", apps.block_model, apps.plot_model,
                              "results/model/bcast-error.png"),
         "demo/time": Block("demo/time", apps.block_demo),

@@ -67,16 +67,18 @@ def vary_points(exp: Experiment) -> list[dict[str, str]]:
 
 
 def mpi_cases(exp: Experiment) -> list[dict[str, Any]]:
-    """params.cases: each an MPI, its --set settings and (optionally) a platform and coll
-    entries of its own (default: one case per MPI, no settings, params.platform)."""
+    """params.cases: each an MPI, its --set settings and (optionally) a platform, coll
+    entries and program arguments (after params.args) of its own (default: one case per
+    MPI, no settings, params.platform)."""
     given = exp.params.get("cases")
     platform = exp.params.get("platform")
     if given is None:
-        return [{"name": m, "mpi": m, "set": [], "platform": platform, "entries": None}
-                for m in exp.mpis]  # fmt: skip
+        return [{"name": m, "mpi": m, "set": [], "platform": platform, "entries": None,
+                 "args": []} for m in exp.mpis]  # fmt: skip
     return [
         {"name": c.get("name", c["mpi"]), "mpi": c["mpi"], "set": c.get("set", []),
-         "platform": c.get("platform", platform), "entries": c.get("entries")}
+         "platform": c.get("platform", platform), "entries": c.get("entries"),
+         "args": c.get("args", [])}
         for c in given
     ]  # fmt: skip
 

@@ -2,8 +2,8 @@
 
 Each step is one `isthmus run` of a program built for the case's MPI
 (build/bin/MPI/PROGRAM) with the case's settings; the program prints one JSON document
-on stdout, of which the runner keeps `figure`. Repetitions are whole passes over the
-cases.
+on stdout (or JSON lines: the first with the figure), of which the runner keeps
+`figure`. Repetitions are whole passes over the cases; `directories` are made first.
 
 [params]
   platform = "examples/platforms/one-cluster.toml"
@@ -11,7 +11,9 @@ cases.
   program = "allreduce_loop"            (or "tests/{mpi}/NAME": a test program)
   args = ["100"]
   figure = "us_per_allreduce"
+  directories = ["/tmp/isthmus-pio"]   (optional: made before each step, e.g. io.directory)
   [[params.cases]]  name = "openmpi, spinning", mpi = "openmpi", set = ["layer.wait=spin"]
+                    (args = [...]: the case's own program arguments, after params.args)
 
 A row per case: the figure's median over the repetitions, range, spread, every value.
 """
@@ -27,7 +29,7 @@ from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
 from isthmus.experiment.runners import isthmus, mpi_cases, spread_stats
 
-PARAMS = {"platform", "set", "program", "args", "figure", "cases", "timeout"}
+PARAMS = {"platform", "set", "program", "args", "figure", "cases", "timeout", "directories"}
 
 
 def check(exp: Experiment) -> None:
@@ -53,19 +55,33 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     p = exp.params
     case = mpi_cases(exp)[step.spec["case"]]
     settings = [x for kv in [*p.get("set", []), *case["set"]] for x in ("--set", kv)]
+    for d in p.get("directories", []):
+        Path(d).mkdir(parents=True, exist_ok=True)
     done = isthmus(
         ["run", "-p", str(paths.ROOT / p["platform"]), *settings,
          "--mpi", case["mpi"], "--timeout", p.get("timeout", "5min"), "--",
-         str(_program(case["mpi"], p["program"])), *p.get("args", [])],
+         str(_program(case["mpi"], p["program"])), *p.get("args", []), *case["args"]],
         step.label,
     )  # fmt: skip
+    for doc in _documents(done.stdout):
+        if isinstance(doc, dict) and p["figure"] in doc:
+            return {"value": float(doc[p["figure"]])}
+    raise UserError(f"{step.label}: {p['program']} printed no JSON with {p['figure']}")
+
+
+def _documents(stdout: str) -> list[Any]:
+    """The JSON document from the first '{' on, or else every line that is one."""
     try:
-        doc = json.loads(done.stdout[done.stdout.index("{") :])
-        return {"value": float(doc[p["figure"]])}
-    except (ValueError, KeyError):
-        raise UserError(
-            f"{step.label}: {p['program']} printed no JSON with {p['figure']}"
-        ) from None
+        return [json.loads(stdout[stdout.index("{") :])]
+    except ValueError:
+        pass
+    docs = []
+    for line in stdout.splitlines():
+        try:
+            docs.append(json.loads(line))
+        except ValueError:
+            continue
+    return docs
 
 
 def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[dict[str, Any]]:
