@@ -294,9 +294,7 @@ int pio_read_at(pio_file *f, int64_t pos, void *buf, int64_t len)
  * are about), and all return the lowest code any client had. */
 int pio_write_at_all(pio_file *f, int64_t pos, const void *buf, int64_t len)
 {
-    int rc = pio_agree(f->comm, check_access(f, PIO_WRONLY, buf, len));
-    if (rc) return rc;
-    rc = pio_two_phase_write(f, pos, buf, len);
+    int rc = pio_two_phase_write(f, check_access(f, PIO_WRONLY, buf, len), pos, buf, len);
     if (rc != PIO_DIRECT) return rc;
     MPI_Barrier(f->comm);
     return pio_agree(f->comm, pio_write_at(f, pos, buf, len));

@@ -12,7 +12,7 @@
  *
  * When: pio_write_at_all, if the clients' requests interleave in the file and their
  * contiguous runs are smaller than a stripe on average (what ROMIO's aggregation is
- * for), or always with ISTHMUS_PIO_TWO_PHASE=on; never with =off. Cost: one allreduce to
+ * for), or always with ISTHMUS_PIO_TWO_PHASE=on; never with =off. Cost: one allgather to
  * decide; then per cluster a split (once per file), an allreduce, two all-to-alls (piece
  * lists, then data: every byte copied once more, over the cluster's LAN) and the
  * aggregators' writes: min(cluster's clients, servers) aggregators per cluster, each
@@ -78,35 +78,44 @@ static int runs_of(const struct pio_file *f, int64_t pos, int64_t len, struct pi
     return pio_plan(&whole, &f->view, pos, len, runs, &end);
 }
 
-/* Should the clients aggregate? Agreed on every client of the file. */
-static int worth_it(const struct pio_file *f, const struct pio_extents *runs, int64_t len)
+/* Should the clients aggregate? One allgather of what each asks (and whether its request
+ * was refused: *failed), from which every client decides the same. */
+static int worth_it(const struct pio_file *f, int rc, const struct pio_extents *runs, int64_t len, int *failed)
 {
-    int m = mode();
+    int n;
+    MPI_Comm_size(f->comm, &n);
     int64_t lo = runs->n ? runs->e[0].file : INT64_MAX;
     int64_t hi = runs->n ? runs->e[runs->n - 1].file + runs->e[runs->n - 1].len : 0;
-    int64_t mine[4] = {-lo, hi, runs->n ? hi - lo : 0, len}, all[4]; /* max of -lo: min of lo */
-    int64_t count[2] = {runs->n, len > INT_MAX / 2}, counts[2];
-    MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, f->comm);
-    MPI_Allreduce(mine + 2, all + 2, 2, MPI_INT64_T, MPI_SUM, f->comm);
-    MPI_Allreduce(count, counts, 2, MPI_INT64_T, MPI_SUM, f->comm);
-    if (m < 0 || counts[1] > 0 || all[3] == 0) return 0; /* off, a request too large, nothing */
-    if (m > 0) return 1;
-    int interleaved = all[2] > all[1] + all[0]; /* the ranges add up to more than their union */
-    return interleaved && all[3] / (counts[0] ? counts[0] : 1) < f->layout.stripe;
+    int64_t mine[5] = {rc, lo, hi, runs->n, len}, *all = malloc(sizeof *all * 5 * (size_t)n);
+    if (!all) MPI_Abort(f->comm, 1); /* a few bytes a client: nothing sensible is left */
+    MPI_Allgather(mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, f->comm);
+    int64_t first = INT64_MAX, last = 0, spans = 0, pieces = 0, bytes = 0, largest = 0;
+    *failed = 0;
+    for (int r = 0; r < n; r++) {
+        const int64_t *a = all + 5 * r;
+        *failed |= a[0] != 0;
+        if (a[3] == 0) continue;
+        first = a[1] < first ? a[1] : first, last = a[2] > last ? a[2] : last;
+        spans += a[2] - a[1], pieces += a[3], bytes += a[4];
+        largest = a[4] > largest ? a[4] : largest;
+    }
+    free(all);
+    if (*failed || bytes == 0 || largest > INT_MAX / 2) return 0; /* refused, nothing, too large */
+    if (mode() > 0) return 1;
+    int interleaved = spans > last - first; /* the ranges add up to more than their union */
+    return interleaved && bytes / pieces < f->layout.stripe;
 }
 
-int pio_two_phase_write(struct pio_file *f, int64_t pos, const void *buf, int64_t len)
+int pio_two_phase_write(struct pio_file *f, int rc, int64_t pos, const void *buf, int64_t len)
 {
     struct pio_ctx *c = f->ctx;
+    if (mode() < 0) return PIO_DIRECT; /* the same setting on every client: no collective */
     struct pio_extents runs = {0};
-    int rc = runs_of(f, pos, len, &runs);
-    if (pio_agree(f->comm, rc)) {
+    if (!rc) rc = runs_of(f, pos, len, &runs);
+    int failed;
+    if (!worth_it(f, rc, &runs, len, &failed)) {
         pio_extents_free(&runs);
-        return pio_agree(f->comm, rc);
-    }
-    if (!worth_it(f, &runs, len)) {
-        pio_extents_free(&runs);
-        return PIO_DIRECT;
+        return failed ? pio_agree(f->comm, rc) : PIO_DIRECT;
     }
     if (f->cluster == MPI_COMM_NULL) MPI_Comm_split(f->comm, cluster_colour(c), f->rank, &f->cluster);
     int me, n;
@@ -191,9 +200,8 @@ int pio_two_phase_write(struct pio_file *f, int64_t pos, const void *buf, int64_
         if (!rc && rpieces > 0) rc = pio_write_planned(f, lists, sorted);
         for (int s = 0; s < c->nservers; s++) pio_extents_free(&lists[s]);
         free(lists), free(p), free(rmeta), free(rdata), free(sorted);
-        int64_t largest = 0;
-        MPI_Allreduce(&end, &largest, 1, MPI_INT64_T, MPI_MAX, f->comm);
-        if (largest > f->known_size) f->known_size = largest;
+        if (end > f->known_size) f->known_size = end; /* at least: a read asks the servers past it */
+        if (hi > f->known_size) f->known_size = hi;
     }
     free(np), free(nb), free(rp), free(rb), free(sd), free(rd), free(sd2), free(rd2);
     pio_extents_free(&runs);

@@ -216,9 +216,8 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
     check_logins(r, clusters, zippers)
     io = None
     if "io" in top:
-        t = r.table(
-            top["io"], "io", ("servers", "cluster", "directory", "stripe", "mpiio", "two_phase")
-        )
+        io_keys = ("servers", "cluster", "directory", "stripe", "mpiio", "two_phase", "strategy")
+        t = r.table(top["io"], "io", io_keys)
         cluster = t.get("cluster")
         if cluster is not None and cluster not in names:
             raise r.fail(
@@ -234,6 +233,7 @@ def parse(raw: dict[str, Any], source: str, path: Path) -> Platform:
             r.unit(t, "io", "stripe", parse_size, 64 * 1024),
             r.boolean(t, "io", "mpiio", False),
             r.choice(t, "io", "two_phase", "auto", ("auto", "on", "off")),
+            r.choice(t, "io", "strategy", "", ("", "first", "random", "hash", "window")),
         )
         if io.stripe < 1 or io.stripe > 1 << 30:
             raise r.fail("io.stripe", f"{io.stripe} bytes: expected 1 byte to 1GiB")

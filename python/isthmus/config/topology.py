@@ -105,6 +105,7 @@ class IoServers:
     stripe: int
     mpiio: bool = False  # the servers hidden in the job, MPI-IO of "pio:" files on them
     two_phase: str = "auto"  # collective writes by aggregators per cluster: auto, on, off
+    strategy: str = ""  # the scheduling strategy (docs/pio.md); "": pio's default (hash)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ def pio_environment(platform: Platform, nranks: int) -> dict[str, str]:
         if platform.io.mpiio:
             env["ISTHMUS_PIO_MPIIO"] = "1"  # src/layer/mpiio.h
         env["ISTHMUS_PIO_TWO_PHASE"] = platform.io.two_phase  # src/pio/pio_two_phase.c
+        if platform.io.strategy:
+            env["ISTHMUS_PIO_STRATEGY"] = platform.io.strategy
         window = pio_window(platform, servers, nranks)
         if window is not None:
             env["ISTHMUS_PIO_WINDOW"] = str(window)

@@ -167,6 +167,17 @@ def _show_ranks(
     progress.show(parts)
 
 
+def _wide_area(netname: str) -> tuple[dict[str, Any], ...]:
+    """What each wide-area link of the emulated network carried (the router's counters,
+    since the network came up for this run); nothing when the router is gone."""
+    try:
+        links = net.stats(netname)["links"]
+    except (UserError, OSError, ValueError, KeyError):
+        return ()
+    return tuple({"link": lk["name"], "bytes": lk["bytes"], "packets": lk["packets"]}
+                 for lk in links if lk["name"].startswith("wan:"))  # fmt: skip
+
+
 def _carry_out(
     req: RunRequest,
     impl: mpi.MpiImplementation,
@@ -219,6 +230,7 @@ def _carry_out(
             rc, stopped = launch(cmd, env, timeout, alive, out, on_timeout, tick)
     progress.end()
     wall = time.monotonic() - started
+    wide_area = _wide_area(netname) if emulate else ()
     if rc != 0 and stopped is None and alive is not None and not alive():
         # the router died and a rank noticed before isthmus did: the router is the cause
         rc, stopped = EXIT_NETWORK_FAILED, "network"
@@ -237,7 +249,7 @@ def _carry_out(
     ):
         failure = first_failure(status_dir)
         rc = failure.code if failure is not None else rc
-    return Outcome(rc, stopped, failure, cmd, wall, forwarded, batch, started_unix)
+    return Outcome(rc, stopped, failure, cmd, wall, forwarded, batch, started_unix, wide_area)
 
 
 def _layer_environment(

@@ -49,6 +49,7 @@ class Outcome:
     forwarded: list[dict[str, Any]]  # what each forwarder carried
     batch: list[dict[str, Any]]  # each Slurm site's job
     started_unix: float = 0.0  # when the first submission or launch began (time.time())
+    wide_area: tuple[dict[str, Any], ...] = ()  # what each emulated WAN link carried
 
 
 def describe(
@@ -84,6 +85,9 @@ def describe(
         "dilation_why": dilation.why,
         "started_unix": round(o.started_unix, 6),
         "batch": o.batch,  # each Slurm site's job and how long it queued (docs/slurm.md)
+        # the bytes and packets each emulated wide-area link carried in the run (the
+        # router's counters: every byte of the job, its MPI's own traffic too)
+        "wide_area": list(o.wide_area),
     }
 
 

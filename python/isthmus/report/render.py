@@ -105,6 +105,8 @@ BLOCKS.update(
                            "results/pio/mpiio.png"),
         "pio/two-phase": Block("pio/two-phase", mpiio.block_cases, mpiio.plot_cases,
                                "results/pio/two-phase.png"),
+        "pio/two-phase-wan": Block("pio/two-phase-wan", mpiio.block_cases, mpiio.plot_cases,
+                                   "results/pio/two-phase-wan.png"),
         "model/bcast": Block("model/bcast", apps.block_model, apps.plot_model,
                              "results/model/bcast-error.png"),
         "demo/time": Block("demo/time", apps.block_demo),

@@ -19,6 +19,7 @@ from isthmus.config import paths
 from isthmus.report import blocks_adaptive as adaptive
 from isthmus.report import blocks_collectives, blocks_grid, blocks_live, blocks_slurm, results
 from isthmus.report import blocks_dilation as dilation
+from isthmus.report import blocks_mpiio as mpiio
 from isthmus.report import blocks_robustness as robustness
 
 TARGETS_FILE = paths.ROOT / "experiments" / "targets.toml"
@@ -361,6 +362,11 @@ MEASURES: dict[str, Callable[[dict[str, Any]], Measured]] = {
     "scale-64": lambda res: Measured(*dilation.scale_completed(res)),
     "grid-model-error": lambda res: Measured(*blocks_grid.model_error_within(res)),
     "slurm-output": lambda res: Measured(*blocks_slurm.output_identical(res)),
+    "mpiio-own": lambda res: Measured(*mpiio.over(res, ", pio", ", the MPI's own", 1.0)),
+    "two-phase-2x": lambda res: Measured(*mpiio.over(res, ", two-phase", ", independent", 2.0)),
+    "aggregators-per-cluster": lambda res: Measured(
+        *mpiio.over(res, ", aggregators per cluster", ", the MPI's own", 1.5)
+    ),
 }
 
 

@@ -12,6 +12,8 @@ on stdout (or JSON lines: the first with the figure), of which the runner keeps
   args = ["100"]
   figure = "us_per_allreduce"
   directories = ["/tmp/isthmus-pio"]   (optional: made before each step, e.g. io.directory)
+  wide_area = true                     (optional: each row also has the bytes the emulated
+                                        wide-area links carried, from the run's profile)
   [[params.cases]]  name = "openmpi, spinning", mpi = "openmpi", set = ["layer.wait=spin"]
                     (args = [...]: the case's own program arguments, after params.args)
 
@@ -21,15 +23,18 @@ A row per case: the figure's median over the repetitions, range, spread, every v
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
+from isthmus import records
 from isthmus.config import paths
 from isthmus.errors import UserError
 from isthmus.experiment import Experiment, Step
 from isthmus.experiment.runners import isthmus, mpi_cases, spread_stats
 
-PARAMS = {"platform", "set", "program", "args", "figure", "cases", "timeout", "directories"}
+PARAMS = {"platform", "set", "program", "args", "figure", "cases", "timeout", "directories",
+          "wide_area"}  # fmt: skip
 
 
 def check(exp: Experiment) -> None:
@@ -57,15 +62,21 @@ def run_step(exp: Experiment, step: Step, work: Path) -> dict[str, Any]:
     settings = [x for kv in [*p.get("set", []), *case["set"]] for x in ("--set", kv)]
     for d in p.get("directories", []):
         Path(d).mkdir(parents=True, exist_ok=True)
+    profile = work / f"{step.key}.profile.json"
+    wide = ["--profile", str(profile)] if p.get("wide_area") else []
     done = isthmus(
-        ["run", "-p", str(paths.ROOT / p["platform"]), *settings,
+        ["run", "-p", str(paths.ROOT / p["platform"]), *settings, *wide,
          "--mpi", case["mpi"], "--timeout", p.get("timeout", "5min"), "--",
          str(_program(case["mpi"], p["program"])), *p.get("args", []), *case["args"]],
         step.label,
     )  # fmt: skip
     for doc in _documents(done.stdout):
         if isinstance(doc, dict) and p["figure"] in doc:
-            return {"value": float(doc[p["figure"]])}
+            out = {"value": float(doc[p["figure"]])}
+            if wide:
+                links = records.read_json(profile, "profile", "profile")["run"]["wide_area"]
+                out["wan_bytes"] = sum(int(lk["bytes"]) for lk in links)
+            return out
     raise UserError(f"{step.label}: {p['program']} printed no JSON with {p['figure']}")
 
 
@@ -88,6 +99,11 @@ def rows(exp: Experiment, steps_: list[Step], outcomes: dict[str, Any]) -> list[
     out = []
     for k, c in enumerate(mpi_cases(exp)):
         vals = [outcomes[s.key]["value"] for s in steps_ if s.spec["case"] == k]
-        out.append({"case": c["name"], "mpi": c["mpi"], "figure": exp.params["figure"],
-                    **spread_stats(vals)})  # fmt: skip
+        row = {"case": c["name"], "mpi": c["mpi"], "figure": exp.params["figure"],
+               **spread_stats(vals)}  # fmt: skip
+        wan = [outcomes[s.key]["wan_bytes"] for s in steps_
+               if s.spec["case"] == k and "wan_bytes" in outcomes[s.key]]  # fmt: skip
+        if wan:
+            row["wan_bytes"] = statistics.median(wan)
+        out.append(row)
     return out
