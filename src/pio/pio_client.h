@@ -22,13 +22,16 @@ struct pio_file {
     MPI_Comm cluster;   /* two-phase: comm's clients in this one's cluster (made at first use) */
 };
 
-/* Writes planned extents (per server) of data, scheduled by the client's strategy. */
+/* Writes planned extents (per server) of data, scheduled by the client's strategy; reads
+ * them into buf, scheduled by the servers'. */
 int pio_write_planned(struct pio_file *f, const struct pio_extents *lists, const char *data);
+int pio_read_planned(struct pio_file *f, const struct pio_extents *lists, char *buf);
 /* pio_two_phase.c: a collective write by aggregators, or PIO_DIRECT when the clients'
  * requests are better sent each by itself (then nothing has been sent). rc: this
  * client's check of its request (any client's error ends the call on all). */
 #define PIO_DIRECT 2
 int pio_two_phase_write(struct pio_file *f, int rc, int64_t pos, const void *buf, int64_t len);
+int pio_two_phase_read(struct pio_file *f, int rc, int64_t pos, void *buf, int64_t len);
 
 /* Every rank's rc agreed on comm: the lowest, with its rank's message. */
 int pio_agree(MPI_Comm comm, int rc);

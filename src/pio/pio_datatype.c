@@ -268,14 +268,7 @@ int pio_set_view_datatype(pio_file *f, int64_t disp, MPI_Datatype filetype)
 int64_t pio_view_offset(const pio_file *f, int64_t pos)
 {
     if (f->filetype.n) return pio_typemap_offset(&f->filetype, f->disp, pos);
-    const struct pio_view *v = &f->view;
-    if (v->levels == 0) return v->offset + pos;
-    int64_t q = pos / v->block, off = v->offset + pos % v->block;
-    for (int k = 0; k < v->levels; k++) {
-        off += (q % v->count[k]) * v->stride[k];
-        q /= v->count[k];
-    }
-    return off;
+    return pio_nested_offset(&f->view, pos);
 }
 
 int64_t pio_view_bytes_below(const pio_file *f, int64_t size)

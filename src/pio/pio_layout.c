@@ -100,6 +100,17 @@ int pio_plan_range(const struct pio_layout *l, int64_t off, int64_t len, int64_t
     return PIO_OK;
 }
 
+int64_t pio_nested_offset(const struct pio_view *v, int64_t pos)
+{
+    if (v->levels == 0) return v->offset + pos;
+    int64_t q = pos / v->block, off = v->offset + pos % v->block;
+    for (int k = 0; k < v->levels; k++) { /* the block index's mixed-radix digits */
+        off += (q % v->count[k]) * v->stride[k];
+        q /= v->count[k];
+    }
+    return off;
+}
+
 int pio_plan(const struct pio_layout *l, const struct pio_view *v, int64_t pos, int64_t len,
              struct pio_extents *lists, int64_t *end)
 {
@@ -115,11 +126,7 @@ int pio_plan(const struct pio_layout *l, const struct pio_view *v, int64_t pos, 
     }
     int64_t mem = 0;
     while (mem < len) {
-        int64_t p = pos + mem, q = p / v->block, within = p % v->block, off = v->offset + within;
-        for (int k = 0; k < v->levels; k++) {
-            off += (q % v->count[k]) * v->stride[k];
-            q /= v->count[k];
-        }
+        int64_t p = pos + mem, within = p % v->block, off = pio_nested_offset(v, p);
         int64_t run = v->block - within < len - mem ? v->block - within : len - mem;
         int rc = pio_plan_range(l, off, run, mem, lists);
         if (rc) return rc;

@@ -46,6 +46,8 @@ int pio_typemap_check_view(const struct pio_typemap *t);
 int64_t pio_typemap_offset(const struct pio_typemap *t, int64_t disp, int64_t pos);
 void pio_typemap_free(struct pio_typemap *t);
 
+/* The file offset of byte `pos` of a nested-strided view's stream. */
+int64_t pio_nested_offset(const struct pio_view *v, int64_t pos);
 /* The view's checks; 0, or PIO_EINVAL with the reason in pio_last_error(). */
 int pio_view_check(const struct pio_view *v);
 /* [pos, pos + len) of the view's stream as extents per server (lists[0..nservers) start

@@ -183,7 +183,7 @@ static void scatter(const struct pio_extents *x, int64_t off, const char *src, i
  * the client keeps receives posted for each server that still owes it data (one, or with
  * window-IOS this client's share of the server's window), so that the servers' sends
  * (rendezvous ones from MPI's eager limit on) proceed side by side. */
-static int read_planned(struct pio_file *f, const struct pio_extents *lists, char *buf)
+int pio_read_planned(struct pio_file *f, const struct pio_extents *lists, char *buf)
 {
     struct pio_ctx *c = f->ctx;
     int n = c->nservers, rc = PIO_OK;
@@ -285,7 +285,7 @@ int pio_read_at(pio_file *f, int64_t pos, void *buf, int64_t len)
             rc = pio_fail(PIO_ERANGE, "pio: reading %s up to byte %lld: past its end (%lld bytes)", f->name,
                           (long long)end, (long long)size);
     }
-    if (!rc && len > 0) rc = read_planned(f, lists, buf);
+    if (!rc && len > 0) rc = pio_read_planned(f, lists, buf);
     free_plan(f, lists);
     return rc;
 }
@@ -302,6 +302,8 @@ int pio_write_at_all(pio_file *f, int64_t pos, const void *buf, int64_t len)
 
 int pio_read_at_all(pio_file *f, int64_t pos, void *buf, int64_t len)
 {
+    int rc = pio_two_phase_read(f, check_access(f, PIO_RDONLY, buf, len), pos, buf, len);
+    if (rc != PIO_DIRECT) return rc;
     MPI_Barrier(f->comm);
     return pio_agree(f->comm, pio_read_at(f, pos, buf, len));
 }

@@ -81,17 +81,17 @@ def test_deep_windows_read_back(isthmus: Run, tmp_path: Path, mpi: str) -> None:
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
-def test_two_phase_writes_read_back(isthmus: Run, tmp_path: Path, mpi: str) -> None:
-    """Every collective write by aggregators (io.two_phase = "on"), the clients in two
-    clusters (two aggregators each): random views and regions read back byte for byte,
-    also by a job writing directly."""
+def test_two_phase_writes_and_reads(isthmus: Run, tmp_path: Path, mpi: str) -> None:
+    """Every collective write and read by aggregators (io.two_phase = "on"), the clients
+    in two clusters (two aggregators each): random views and regions read back byte for
+    byte, in the writing job and in another that reads them by aggregators too."""
     two_sites = ("--set", "io.two_phase=on", "--set", "io.cluster=storage",
                  "--set", "clusters.west.hosts=2",
                  "--set", "clusters.west.lan.latency=25us")  # fmt: skip
     rc, out, err = run_check(isthmus, mpi, tmp_path, "write", "44", "3", sets=two_sites)
     assert rc == 0, out + err[-3000:]
     assert "write, seed 44, 6 clients: 0 mismatches" in out
-    rc, out, err = run_check(isthmus, mpi, tmp_path, "verify", "44", "3", "6", sets=two_sites[2:])
+    rc, out, err = run_check(isthmus, mpi, tmp_path, "verify", "44", "3", "6", sets=two_sites)
     assert rc == 0, out + err[-3000:]
     assert "verify, seed 44, 6 clients: 0 mismatches" in out
 
